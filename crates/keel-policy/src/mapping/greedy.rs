@@ -1,0 +1,124 @@
+//! `greedy`: Largest Processing Time first (ARTful paper Algorithm 1) with
+//! Charm++ GreedyLB's semantics (`research/global.md` §3.1–3.2): PUs start at
+//! their background time plus their unmigratable tasks; the heaviest movable
+//! task goes to the PU with the least time, which grows by `load / speed`;
+//! unavailable PUs get nothing; ties go to the lower task, then PU, index.
+//!
+//! Cost: one sort of the movable tasks, O(n log n), plus O(n log P) heap work.
+
+use super::{lpt_order, Mapping, MappingInput, MappingPolicy, PuHeap};
+use crate::context::ContextHandler;
+use crate::error::PolicyError;
+use crate::spec::Spec;
+
+/// The greedy (LPT) policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Greedy;
+
+impl Greedy {
+    /// Builds from a spec (no parameters).
+    pub fn from_spec(spec: &Spec) -> Result<Self, PolicyError> {
+        spec.check_keys(&[])?;
+        Ok(Greedy)
+    }
+
+    /// The decision on validated inputs.
+    pub fn decide(&self, input: &MappingInput<'_>) -> Mapping {
+        let (placement, _) = self.decide_with_times(input);
+        Mapping::complete(placement, input.npus())
+    }
+
+    /// The decision plus each PU's resulting time (greedy-refine needs the bound).
+    pub(crate) fn decide_with_times(&self, input: &MappingInput<'_>) -> (Vec<usize>, Vec<f64>) {
+        let (mut placement, times) = input.pinned_start();
+        let loads = input.task_loads();
+        let mut heap = PuHeap::new(times, input.available_pus());
+        for task in lpt_order(loads, |t| input.is_migratable(t)) {
+            let pu = heap.least();
+            placement[task] = pu;
+            heap.add(pu, loads[task] / input.speed(pu));
+        }
+        (placement, heap.into_times())
+    }
+
+    /// LPT on plain slices with no context handler and no validation: the
+    /// "native" baseline the portability benchmark compares against.
+    pub fn map_direct(task_loads: &[f64], npus: usize) -> Vec<usize> {
+        let mut placement = vec![0; task_loads.len()];
+        let mut heap = PuHeap::new(vec![0.0; npus], 0..npus);
+        for task in lpt_order(task_loads, |_| true) {
+            let pu = heap.least();
+            placement[task] = pu;
+            heap.add(pu, task_loads[task]);
+        }
+        placement
+    }
+}
+
+impl MappingPolicy for Greedy {
+    fn spec(&self) -> Spec {
+        Spec::named("greedy")
+    }
+
+    fn map(&self, ctx: &ContextHandler<'_>) -> Result<Mapping, PolicyError> {
+        let input = MappingInput::gather("greedy", ctx, self.requirements())?;
+        Ok(self.decide(&input))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn greedy(loads: &[f64], npus: usize) -> Vec<usize> {
+        let bg = vec![0.0; npus];
+        Greedy
+            .decide(&MappingInput::new(loads, &bg).unwrap())
+            .into_vec()
+    }
+
+    #[test]
+    fn wikipedia_lpt_example() {
+        // {5,4,3,3,3} on 2 machines: LPT gives [8,10] (optimum [9,9]).
+        let loads = [5.0, 4.0, 3.0, 3.0, 3.0];
+        let map = greedy(&loads, 2);
+        assert_eq!(map, vec![0, 1, 1, 0, 1]);
+    }
+
+    #[test]
+    fn equal_loads_deal_round_robin_by_index() {
+        assert_eq!(greedy(&[1.0; 6], 3), vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn background_load_and_speed_count() {
+        // PU 0 is busy for 10; PU 1 is twice as fast.
+        let loads = [4.0, 4.0, 2.0];
+        let input = MappingInput::new(&loads, &[10.0, 0.0, 0.0])
+            .unwrap()
+            .with_speeds(&[1.0, 2.0, 1.0])
+            .unwrap();
+        // Task 0 -> PU 1 (t=2), task 1 -> PU 2 (t=4), task 2 -> PU 1 (t=3).
+        assert_eq!(Greedy.decide(&input).as_slice(), &[1, 2, 1]);
+    }
+
+    #[test]
+    fn unmigratable_tasks_stay_and_count_unavailable_pus_get_nothing() {
+        let loads = [9.0, 1.0, 1.0, 1.0];
+        let input = MappingInput::new(&loads, &[0.0; 3])
+            .unwrap()
+            .with_current(&[0, 2, 2, 2])
+            .unwrap()
+            .with_migratable(&[false, true, true, true])
+            .unwrap()
+            .with_availability(&[true, true, false])
+            .unwrap();
+        assert_eq!(Greedy.decide(&input).as_slice(), &[0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn direct_call_agrees_with_the_policy() {
+        let loads: Vec<f64> = (0..100).map(|i| ((i * 37) % 11) as f64).collect();
+        assert_eq!(Greedy::map_direct(&loads, 7), greedy(&loads, 7));
+    }
+}

@@ -1,0 +1,359 @@
+//! Spec strings: `name:key=value,key=value`, nested specs in parentheses
+//! (`hier:nodes=4,outer=(binlpt:chunks=80),inner=refine`). One grammar for
+//! every policy family (DESIGN.md, Conventions).
+//!
+//! ```text
+//! spec  := name [ ':' param { ',' param } ]
+//! param := key '=' value
+//! value := '(' spec ')' | token          token: no ',', '(', ')' or '='
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::PolicyError;
+
+/// A parsed spec string.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// The policy name, kebab-case.
+    pub name: String,
+    /// Parameters in the order given.
+    pub params: Vec<(String, SpecValue)>,
+}
+
+/// A parameter value: a plain token or a nested spec.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpecValue {
+    /// A token such as `80`, `1.05` or `refine`.
+    Token(String),
+    /// A parenthesised spec.
+    Nested(Spec),
+}
+
+/// A spec string that does not follow the grammar.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("malformed spec `{input}` at byte {position}: {problem}")]
+pub struct SpecError {
+    /// The whole input.
+    pub input: String,
+    /// Byte offset of the problem.
+    pub position: usize,
+    /// What is wrong there.
+    pub problem: String,
+}
+
+impl FromStr for Spec {
+    type Err = SpecError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let mut parser = Parser { input, pos: 0 };
+        let spec = parser.spec()?;
+        parser.skip_ws();
+        if parser.pos < input.len() {
+            return Err(parser.error(format!("unexpected `{}`", parser.rest())));
+        }
+        Ok(spec)
+    }
+}
+
+impl Spec {
+    /// Parses a spec string.
+    pub fn parse(input: &str) -> Result<Self, SpecError> {
+        input.parse()
+    }
+
+    /// A spec with a name and no parameters.
+    pub fn named(name: &str) -> Self {
+        Spec {
+            name: name.to_string(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Fails with a typed error if a parameter is not in `valid`.
+    pub fn check_keys(&self, valid: &[&str]) -> Result<(), PolicyError> {
+        for (key, _) in &self.params {
+            if !valid.contains(&key.as_str()) {
+                return Err(PolicyError::UnknownParameter {
+                    policy: self.name.clone(),
+                    key: key.clone(),
+                    valid: valid.iter().map(|s| s.to_string()).collect(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The raw value of `key`, if given.
+    pub fn get(&self, key: &str) -> Option<&SpecValue> {
+        self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// `key` as a token, or an error if it is a nested spec.
+    pub fn token(&self, key: &str) -> Result<Option<&str>, PolicyError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(SpecValue::Token(t)) => Ok(Some(t)),
+            Some(SpecValue::Nested(s)) => Err(self.invalid(key, &s.to_string(), "a plain value")),
+        }
+    }
+
+    /// `key` parsed as `T`, with `expected` naming the valid range in errors.
+    pub fn parsed<T: FromStr>(&self, key: &str, expected: &str) -> Result<Option<T>, PolicyError> {
+        match self.token(key)? {
+            None => Ok(None),
+            Some(t) => t
+                .parse()
+                .map(Some)
+                .map_err(|_| self.invalid(key, t, expected)),
+        }
+    }
+
+    /// A finite number `>= min`.
+    pub fn number_at_least(&self, key: &str, min: f64) -> Result<Option<f64>, PolicyError> {
+        let expected = format!("a finite number >= {min}");
+        match self.parsed::<f64>(key, &expected)? {
+            Some(v) if !(v.is_finite() && v >= min) => {
+                Err(self.invalid(key, &v.to_string(), &expected))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// An integer `>= min`.
+    pub fn count_at_least(&self, key: &str, min: usize) -> Result<Option<usize>, PolicyError> {
+        let expected = format!("an integer >= {min}");
+        match self.parsed::<usize>(key, &expected)? {
+            Some(v) if v < min => Err(self.invalid(key, &v.to_string(), &expected)),
+            other => Ok(other),
+        }
+    }
+
+    /// One of a closed set of words.
+    pub fn choice<'v>(&self, key: &str, valid: &[&'v str]) -> Result<Option<&'v str>, PolicyError> {
+        match self.token(key)? {
+            None => Ok(None),
+            Some(t) => valid
+                .iter()
+                .find(|v| **v == t)
+                .map(|v| Some(*v))
+                .ok_or_else(|| self.invalid(key, t, &format!("one of {}", valid.join(", ")))),
+        }
+    }
+
+    /// `key` as a spec: a nested `( ... )` or a bare name.
+    pub fn nested(&self, key: &str) -> Option<Spec> {
+        match self.get(key)? {
+            SpecValue::Nested(s) => Some(s.clone()),
+            SpecValue::Token(t) => Some(Spec::named(t)),
+        }
+    }
+
+    /// An [`PolicyError::InvalidParameter`] for this spec.
+    pub fn invalid(&self, key: &str, value: &str, expected: &str) -> PolicyError {
+        PolicyError::InvalidParameter {
+            policy: self.name.clone(),
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        for (i, (key, value)) in self.params.iter().enumerate() {
+            f.write_str(if i == 0 { ":" } else { "," })?;
+            match value {
+                SpecValue::Token(t) => write!(f, "{key}={t}")?,
+                SpecValue::Nested(s) => write!(f, "{key}=({s})")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Parser<'s> {
+    input: &'s str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn rest(&self) -> &str {
+        &self.input[self.pos..]
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.rest().chars().next()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.pos += 1;
+        }
+    }
+
+    fn error(&self, problem: String) -> SpecError {
+        SpecError {
+            input: self.input.to_string(),
+            position: self.pos,
+            problem,
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.skip_ws();
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> Result<String, SpecError> {
+        self.skip_ws();
+        let start = self.pos;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            self.pos += 1;
+        }
+        if start == self.pos {
+            return Err(match self.peek() {
+                None => self.error(format!("expected a {what}, found the end")),
+                Some(c) => self.error(format!("expected a {what}, found `{c}`")),
+            });
+        }
+        Ok(self.input[start..self.pos].to_ascii_lowercase())
+    }
+
+    fn spec(&mut self) -> Result<Spec, SpecError> {
+        let name = self.ident("policy name")?;
+        let mut params: Vec<(String, SpecValue)> = Vec::new();
+        if self.eat(':') {
+            loop {
+                let key_pos = self.pos;
+                let key = self.ident("parameter name")?;
+                if params.iter().any(|(k, _)| *k == key) {
+                    self.pos = key_pos;
+                    return Err(self.error(format!("parameter `{key}` given twice")));
+                }
+                if !self.eat('=') {
+                    return Err(self.error(format!("expected `=` after `{key}`")));
+                }
+                let value = self.value(&key)?;
+                params.push((key, value));
+                if !self.eat(',') {
+                    break;
+                }
+            }
+        }
+        Ok(Spec { name, params })
+    }
+
+    fn value(&mut self, key: &str) -> Result<SpecValue, SpecError> {
+        if self.eat('(') {
+            let nested = self.spec()?;
+            if !self.eat(')') {
+                return Err(self.error(format!("expected `)` to close the value of `{key}`")));
+            }
+            return Ok(SpecValue::Nested(nested));
+        }
+        self.skip_ws();
+        let start = self.pos;
+        while self
+            .peek()
+            .is_some_and(|c| !matches!(c, ',' | '(' | ')' | '=' | ':'))
+        {
+            self.pos += self.peek().map_or(1, char::len_utf8);
+        }
+        let token = self.input[start..self.pos].trim();
+        if token.is_empty() {
+            return Err(self.error(format!("missing value for `{key}`")));
+        }
+        Ok(SpecValue::Token(token.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_conventions_examples() {
+        let s: Spec = "greedy".parse().unwrap();
+        assert_eq!(s, Spec::named("greedy"));
+
+        let s: Spec = "binlpt:chunks=80".parse().unwrap();
+        assert_eq!(s.name, "binlpt");
+        assert_eq!(s.count_at_least("chunks", 1).unwrap(), Some(80));
+
+        let s: Spec = "refine:tolerance=1.05".parse().unwrap();
+        assert_eq!(s.number_at_least("tolerance", 1.0).unwrap(), Some(1.05));
+
+        let s: Spec = "hier:nodes=4,outer=(binlpt:chunks=80),inner=refine"
+            .parse()
+            .unwrap();
+        assert_eq!(s.count_at_least("nodes", 1).unwrap(), Some(4));
+        assert_eq!(s.nested("outer").unwrap().to_string(), "binlpt:chunks=80");
+        assert_eq!(s.nested("inner").unwrap(), Spec::named("refine"));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in [
+            "greedy",
+            "binlpt:chunks=80,cut=improved",
+            "hier:nodes=4,outer=(hier:nodes=2,outer=(greedy),inner=refine),inner=(refine:tolerance=1.1)",
+        ] {
+            let spec: Spec = text.parse().unwrap();
+            assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn tolerates_whitespace_and_case() {
+        let s: Spec = " Refine : tolerance = 1.1 ".parse().unwrap();
+        assert_eq!(s.name, "refine");
+        assert_eq!(s.number_at_least("tolerance", 1.0).unwrap(), Some(1.1));
+    }
+
+    #[test]
+    fn malformed_specs_are_typed_errors() {
+        for bad in [
+            "",
+            ":",
+            "greedy:",
+            "greedy:chunks",
+            "greedy:chunks=",
+            "hier:outer=(greedy",
+            "hier:outer=greedy)",
+            "a:b=1,b=2",
+            "a:b=1,",
+            "a b",
+        ] {
+            let err = bad.parse::<Spec>().unwrap_err();
+            assert_eq!(err.input, bad);
+            assert!(err.to_string().contains("malformed spec"), "{err}");
+        }
+    }
+
+    #[test]
+    fn typed_parameter_errors_name_the_key_and_the_valid_range() {
+        let s: Spec = "binlpt:chunks=0,cut=weird,tolerance=nan".parse().unwrap();
+        let err = s.count_at_least("chunks", 1).unwrap_err().to_string();
+        assert!(err.contains("chunks") && err.contains(">= 1"), "{err}");
+        let err = s
+            .choice("cut", &["faithful", "improved"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("faithful, improved"), "{err}");
+        assert!(s.number_at_least("tolerance", 1.0).is_err());
+        let err = s.check_keys(&["chunks"]).unwrap_err().to_string();
+        assert!(err.contains("`cut`") && err.contains("chunks"), "{err}");
+    }
+}
