@@ -7,9 +7,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
-use keel_policy::{
-    Concept, ContextHandler, Mapping, Model, Origin, PolicyError, Subject,
-};
+use keel_policy::{Concept, ContextHandler, Mapping, Model, Origin, PolicyError, Subject};
 
 /// What running a mapping measured, in seconds from a monotonic clock.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,9 +114,13 @@ pub fn measured_context<'a>(
         model: Model::Dynamic,
     };
     let mut ctx = ContextHandler::new();
-    ctx.provide_values(dynamic(Subject::Tasks), Origin::Runtime, &measured.task_times[..])
-        .provide_values(dynamic(Subject::Pus), Origin::Runtime, pu_background)
-        .provide_placement(Origin::Runtime, mapping.as_slice());
+    ctx.provide_values(
+        dynamic(Subject::Tasks),
+        Origin::Runtime,
+        &measured.task_times[..],
+    )
+    .provide_values(dynamic(Subject::Pus), Origin::Runtime, pu_background)
+    .provide_placement(Origin::Runtime, mapping.as_slice());
     Ok(ctx)
 }
 
@@ -154,8 +156,16 @@ mod tests {
         .unwrap();
         let bg = [0.0, 0.0];
         let ctx = measured_context(&measured, &map, &bg).unwrap();
-        let refined = mapping::registry().build("refine").unwrap().map(&ctx).unwrap();
-        assert_ne!(refined.pu_of(0), refined.pu_of(1), "{refined:?} {measured:?}");
+        let refined = mapping::registry()
+            .build("refine")
+            .unwrap()
+            .map(&ctx)
+            .unwrap();
+        assert_ne!(
+            refined.pu_of(0),
+            refined.pu_of(1),
+            "{refined:?} {measured:?}"
+        );
     }
 
     #[test]

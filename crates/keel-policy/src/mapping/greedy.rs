@@ -6,7 +6,7 @@
 //!
 //! Cost: one sort of the movable tasks, O(n log n), plus O(n log P) heap work.
 
-use super::{lpt_order, Mapping, MappingInput, MappingPolicy, PuHeap};
+use super::{LptOrder, Mapping, MappingInput, MappingPolicy, PuHeap};
 use crate::context::ContextHandler;
 use crate::error::PolicyError;
 use crate::spec::Spec;
@@ -30,27 +30,31 @@ impl Greedy {
 
     /// The decision plus each PU's resulting time (greedy-refine needs the bound).
     pub(crate) fn decide_with_times(&self, input: &MappingInput<'_>) -> (Vec<usize>, Vec<f64>) {
+        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        self.decide_in_order(input, &order)
+    }
+
+    /// Greedy over a precomputed order of the movable tasks.
+    pub(crate) fn decide_in_order(
+        &self,
+        input: &MappingInput<'_>,
+        order: &LptOrder,
+    ) -> (Vec<usize>, Vec<f64>) {
         let (mut placement, times) = input.pinned_start();
-        let loads = input.task_loads();
-        let mut heap = PuHeap::new(times, input.available_pus());
-        for task in lpt_order(loads, |t| input.is_migratable(t)) {
-            let pu = heap.least();
-            placement[task] = pu;
-            heap.add(pu, loads[task] / input.speed(pu));
-        }
-        (placement, heap.into_times())
+        let mut tree = PuHeap::new(times, input.available_pus());
+        let chosen = order.assign(&mut tree, input.speeds());
+        order.scatter(&chosen, &mut placement);
+        (placement, tree.into_times())
     }
 
     /// LPT on plain slices with no context handler and no validation: the
     /// "native" baseline the portability benchmark compares against.
     pub fn map_direct(task_loads: &[f64], npus: usize) -> Vec<usize> {
+        let order = LptOrder::new(task_loads, |_| true);
+        let mut tree = PuHeap::new(vec![0.0; npus], 0..npus);
+        let chosen = order.assign(&mut tree, None);
         let mut placement = vec![0; task_loads.len()];
-        let mut heap = PuHeap::new(vec![0.0; npus], 0..npus);
-        for task in lpt_order(task_loads, |_| true) {
-            let pu = heap.least();
-            placement[task] = pu;
-            heap.add(pu, task_loads[task]);
-        }
+        order.scatter(&chosen, &mut placement);
         placement
     }
 }

@@ -8,7 +8,7 @@
 
 use super::refine::DEFAULT_TOLERANCE;
 use super::{
-    lpt_order, Greedy, Mapping, MappingInput, MappingPolicy, PuHeap, REFINING_REQUIREMENTS,
+    Greedy, LptOrder, Mapping, MappingInput, MappingPolicy, PuHeap, REFINING_REQUIREMENTS,
 };
 use crate::concept::Requirement;
 use crate::context::ContextHandler;
@@ -44,22 +44,22 @@ impl GreedyRefine {
     /// The decision on validated inputs.
     pub fn decide(&self, input: &MappingInput<'_>) -> Mapping {
         let pus = input.available_pus();
-        let (_, greedy_times) = Greedy.decide_with_times(input);
+        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        let (_, greedy_times) = Greedy.decide_in_order(input, &order);
         let greedy_makespan = pus.iter().map(|&p| greedy_times[p]).fold(0.0, f64::max);
         let mut bound = greedy_makespan * self.tolerance;
 
-        let loads = input.task_loads();
         let (mut placement, times) = input.pinned_start();
-        let mut heap = PuHeap::new(times, pus);
-        for task in lpt_order(loads, |t| input.is_migratable(t)) {
-            let home = input.current(task).filter(|&p| heap.contains(p));
+        let mut tree = PuHeap::new(times, pus);
+        for (task, load) in order.iter() {
+            let home = input.current(task).filter(|&p| tree.contains(p));
             let pu = match home {
-                Some(p) if heap.time(p) + loads[task] / input.speed(p) <= bound => p,
-                _ => heap.least(),
+                Some(p) if tree.time(p) + load / input.speed(p) <= bound => p,
+                _ => tree.least(),
             };
             placement[task] = pu;
-            heap.add(pu, loads[task] / input.speed(pu));
-            bound = bound.max(heap.time(pu));
+            tree.add(pu, load / input.speed(pu));
+            bound = bound.max(tree.time(pu));
         }
         Mapping::complete(placement, input.npus())
     }

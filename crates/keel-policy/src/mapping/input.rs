@@ -176,6 +176,11 @@ impl<'a> MappingInput<'a> {
         self.speeds.map_or(1.0, |s| s[pu])
     }
 
+    /// PU speeds, when the context gave any that differ from 1.
+    pub fn speeds(&self) -> Option<&'a [f64]> {
+        self.speeds.filter(|s| s.iter().any(|&v| v != 1.0))
+    }
+
     /// Whether any PU speed differs from 1.
     pub fn has_speeds(&self) -> bool {
         self.speeds.is_some_and(|s| s.iter().any(|&v| v != 1.0))

@@ -1,61 +1,174 @@
 //! The two kernels every LPT-style policy shares: ordering tasks heaviest
-//! first, and an indexed min-heap of PU times.
+//! first, and a structure that finds the least-loaded PU.
 //!
 //! Both are hot: at 1,000,000 tasks the sort dominates, so the order is a
 //! single `sort_unstable` over packed integer keys rather than a comparator
 //! over indices (which would chase pointers on every comparison).
 
-/// Tasks `0..loads.len()` for which `keep` holds, heaviest first, ties by
-/// lower index. Loads must be finite and `>= 0` (validated by the input).
-pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
-    debug_assert!(loads.len() <= u32::MAX as usize);
-    // Non-negative finite f64s order like their bit patterns; `+ 0.0` turns
-    // -0.0 into +0.0. Inverting the bits sorts descending, and the index in
-    // the low half breaks ties toward the lower task.
-    let mut keys: Vec<u128> = loads
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| keep(i))
-        .map(|(i, &w)| ((!(w + 0.0).to_bits() as u128) << 64) | i as u128)
-        .collect();
-    keys.sort_unstable();
-    keys.into_iter().map(|k| k as u64 as usize).collect()
+/// Tasks in LPT order: heaviest first, ties by lower index.
+///
+/// Sorting is the floor any LPT pays, so it is kept to one `sort_unstable`
+/// over plain `u64`s — as cheap as sorting the loads themselves. Each key is
+/// the load's inverted IEEE bits (non-negative floats order like their bits;
+/// inverting sorts descending) truncated to make room for the task index in
+/// the low bits. Truncation only merges loads that agree in their top bits;
+/// those rare runs are then re-sorted by exact load, so the order is exactly
+/// LPT's. The loads are gathered in order once, in a tight loop, so that the
+/// assignment loop reads them sequentially.
+#[derive(Clone, Debug, Default)]
+pub struct LptOrder {
+    tasks: Vec<u32>,
+    loads: Vec<f64>,
 }
 
-/// Min-heap of PU times over a subset of PUs, keyed by `(time, index)` so
-/// that ties go to the lowest PU index. Indexed: any PU's time can grow.
-#[derive(Clone, Debug)]
-pub struct PuHeap {
-    heap: Vec<usize>,
-    position: Vec<usize>,
-    time: Vec<f64>,
-}
-
-const ABSENT: usize = usize::MAX;
-
-impl PuHeap {
-    /// A heap over `pus` with starting times `times` (indexed by PU).
-    pub fn new(times: Vec<f64>, pus: impl IntoIterator<Item = usize>) -> Self {
-        let mut position = vec![ABSENT; times.len()];
-        let heap: Vec<usize> = pus.into_iter().collect();
-        for (i, &pu) in heap.iter().enumerate() {
-            position[pu] = i;
+impl LptOrder {
+    /// Orders the tasks `0..loads.len()` for which `keep` holds. Loads must
+    /// be finite and `>= 0` (validated by [`MappingInput`](super::MappingInput)).
+    pub fn new(loads: &[f64], keep: impl Fn(usize) -> bool) -> Self {
+        assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
+        let exact = |i: usize| !(loads[i] + 0.0).to_bits();
+        let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
+        let index_mask = (1u64 << index_bits) - 1;
+        let mut keys: Vec<u64> = (0..loads.len())
+            .filter(|&i| keep(i))
+            .map(|i| (exact(i) & !index_mask) | i as u64)
+            .collect();
+        keys.sort_unstable();
+        let task = |k: u64| (k & index_mask) as usize;
+        let mut run = 0;
+        for i in 1..=keys.len() {
+            if i == keys.len() || (keys[i] ^ keys[run]) & !index_mask != 0 {
+                if i - run > 1 {
+                    keys[run..i].sort_unstable_by_key(|&k| (exact(task(k)), task(k)));
+                }
+                run = i;
+            }
         }
-        let mut this = PuHeap {
-            heap,
-            position,
-            time: times,
-        };
-        for i in (0..this.heap.len() / 2).rev() {
-            this.sift_down(i);
-        }
-        this
+        let tasks: Vec<u32> = keys.iter().map(|&k| task(k) as u32).collect();
+        let loads = tasks.iter().map(|&t| loads[t as usize]).collect();
+        LptOrder { tasks, loads }
     }
 
-    /// The least-loaded PU. Panics on an empty heap (inputs guarantee one PU).
+    /// Number of ordered tasks.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no task is ordered.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// `(task, load)` pairs, heaviest first.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.tasks().zip(self.loads.iter().copied())
+    }
+
+    /// Task indices, heaviest first.
+    pub fn tasks(&self) -> impl Iterator<Item = usize> + '_ {
+        self.tasks.iter().map(|&t| t as usize)
+    }
+
+    /// Loads in order, heaviest first.
+    pub fn loads(&self) -> &[f64] {
+        &self.loads
+    }
+
+    /// LPT: each task in order to the least-loaded PU of `tree`, which grows
+    /// by `load / speed`. Returns the chosen PU per position of the order;
+    /// [`LptOrder::scatter`] writes them into a placement.
+    pub fn assign(&self, tree: &mut PuHeap, speeds: Option<&[f64]>) -> Vec<u32> {
+        let mut chosen = Vec::with_capacity(self.len());
+        for &load in &self.loads {
+            let pu = tree.least();
+            chosen.push(pu as u32);
+            tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+        }
+        chosen
+    }
+
+    /// Writes `chosen[k]` as the PU of the k-th task of the order. Done
+    /// after the assignment loop so the random stores stay off its
+    /// dependency chain.
+    pub fn scatter(&self, chosen: &[u32], placement: &mut [usize]) {
+        for (task, &pu) in self.tasks().zip(chosen) {
+            placement[task] = pu as usize;
+        }
+    }
+}
+
+/// Task indices in LPT order (heaviest first, ties by lower index).
+pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
+    LptOrder::new(loads, keep).tasks().collect()
+}
+
+/// The least-loaded PU among a subset of PUs, keyed by `(time, index)` so
+/// that ties go to the lowest PU index.
+///
+/// A tournament (winner) tree: each node holds the winner of its subtree as
+/// the time's IEEE bits (which order like the numbers for non-negative
+/// values) and the PU index. The left subtree holds the lower indices, so a
+/// tie is settled by which side a node is on, and a replay from a leaf to
+/// the root is one integer comparison and two conditional moves per level —
+/// no data-dependent branch, which a binary heap's sift-down cannot avoid
+/// and which dominated the LPT loop (see `benches/mapping.rs`). Any member
+/// PU's time may change, up or down.
+#[derive(Clone, Debug)]
+pub struct PuHeap {
+    /// Winner key per node: `keys[1]` is the root; leaves start at `leaves`.
+    keys: Vec<u64>,
+    /// Winner PU per node.
+    pus: Vec<u32>,
+    leaves: usize,
+    time: Vec<f64>,
+    member: Vec<bool>,
+}
+
+/// Key of a leaf with no member PU: above every finite time's bits.
+const OUTSIDE: u64 = u64::MAX - 1;
+
+#[inline]
+fn key(time: f64) -> u64 {
+    debug_assert!(time >= 0.0 && time.is_finite(), "PU times are finite, >= 0");
+    // `+ 0.0` maps -0.0 to +0.0, whose bits order correctly.
+    (time + 0.0).to_bits()
+}
+
+impl PuHeap {
+    /// A tree over `pus` with starting times `times` (indexed by PU).
+    pub fn new(times: Vec<f64>, pus: impl IntoIterator<Item = usize>) -> Self {
+        let npus = times.len();
+        debug_assert!(npus < u32::MAX as usize);
+        let leaves = npus.next_power_of_two().max(1);
+        let mut member = vec![false; npus];
+        for pu in pus {
+            member[pu] = true;
+        }
+        let mut keys = vec![OUTSIDE; 2 * leaves];
+        let mut winners = vec![u32::MAX; 2 * leaves];
+        for pu in (0..npus).filter(|&p| member[p]) {
+            keys[leaves + pu] = key(times[pu]);
+            winners[leaves + pu] = pu as u32;
+        }
+        for i in (1..leaves).rev() {
+            let right_wins = keys[2 * i + 1] < keys[2 * i];
+            let child = 2 * i + usize::from(right_wins);
+            keys[i] = keys[child];
+            winners[i] = winners[child];
+        }
+        PuHeap {
+            keys,
+            pus: winners,
+            leaves,
+            time: times,
+            member,
+        }
+    }
+
+    /// The least-loaded PU. The inputs guarantee at least one member.
     #[inline]
     pub fn least(&self) -> usize {
-        self.heap[0]
+        self.pus[1] as usize
     }
 
     /// Current time of PU `pu`.
@@ -64,53 +177,36 @@ impl PuHeap {
         self.time[pu]
     }
 
-    /// Whether `pu` is in the heap.
+    /// Whether `pu` is in the tree.
     pub fn contains(&self, pu: usize) -> bool {
-        self.position.get(pu).is_some_and(|&p| p != ABSENT)
+        self.member.get(pu).copied().unwrap_or(false)
     }
 
-    /// Adds `delta >= 0` to PU `pu`'s time.
+    /// Adds `delta` to member PU `pu`'s time (the result must stay `>= 0`).
     #[inline]
     pub fn add(&mut self, pu: usize, delta: f64) {
+        debug_assert!(self.member[pu]);
         self.time[pu] += delta;
-        self.sift_down(self.position[pu]);
+        let mut winner_key = key(self.time[pu]);
+        let mut winner = pu as u32;
+        let mut i = self.leaves + pu;
+        self.keys[i] = winner_key;
+        while i > 1 {
+            let (sibling_key, sibling) = (self.keys[i ^ 1], self.pus[i ^ 1]);
+            // A left sibling (odd i) holds lower indices and also wins ties:
+            // `s <= w` is `s < w + 1`, and keys never reach u64::MAX.
+            let sibling_wins = sibling_key < winner_key + (i as u64 & 1);
+            winner_key = std::hint::select_unpredictable(sibling_wins, sibling_key, winner_key);
+            winner = std::hint::select_unpredictable(sibling_wins, sibling, winner);
+            i >>= 1;
+            self.keys[i] = winner_key;
+            self.pus[i] = winner;
+        }
     }
 
     /// All PU times, indexed by PU.
     pub fn into_times(self) -> Vec<f64> {
         self.time
-    }
-
-    #[inline]
-    fn less(&self, a: usize, b: usize) -> bool {
-        let (ta, tb) = (self.time[a], self.time[b]);
-        ta < tb || (ta == tb && a < b)
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let pu = self.heap[i];
-        loop {
-            let left = 2 * i + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && self.less(self.heap[right], self.heap[left]) {
-                right
-            } else {
-                left
-            };
-            if !self.less(self.heap[child], pu) {
-                break;
-            }
-            self.heap[i] = self.heap[child];
-            self.position[self.heap[i]] = i;
-            i = child;
-        }
-        self.heap[i] = pu;
-        self.position[pu] = i;
     }
 }
 
@@ -126,6 +222,18 @@ mod tests {
     }
 
     #[test]
+    fn loads_that_differ_only_in_low_bits_keep_their_exact_order() {
+        let base = 1.0f64;
+        let next = f64::from_bits(base.to_bits() + 1);
+        let loads = [base, next, base, 0.5, next];
+        assert_eq!(lpt_order(&loads, |_| true), vec![1, 4, 0, 2, 3]);
+        let order = LptOrder::new(&loads, |_| true);
+        assert_eq!(order.loads(), &[next, next, base, base, 0.5]);
+        assert!(LptOrder::new(&[], |_| true).is_empty());
+        assert_eq!(lpt_order(&[7.0], |_| true), vec![0]);
+    }
+
+    #[test]
     fn heap_returns_least_time_then_lowest_index() {
         let mut heap = PuHeap::new(vec![2.0, 1.0, 1.0, 0.5], [0, 1, 2]);
         assert_eq!(heap.least(), 1);
@@ -136,5 +244,8 @@ mod tests {
         heap.add(1, 0.5);
         assert_eq!(heap.least(), 0, "tie at 2.0 goes to PU 0");
         assert!(!heap.contains(3));
+        heap.add(2, -5.5);
+        assert_eq!(heap.least(), 2, "times may also fall");
+        assert_eq!(heap.time(2), 0.5);
     }
 }

@@ -26,7 +26,7 @@ pub use greedy::Greedy;
 pub use greedy_refine::GreedyRefine;
 pub use hier::Hier;
 pub use input::MappingInput;
-pub use lpt::{lpt_order, PuHeap};
+pub use lpt::{lpt_order, LptOrder, PuHeap};
 pub use refine::Refine;
 pub use round_robin::RoundRobin;
 
