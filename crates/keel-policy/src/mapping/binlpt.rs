@@ -228,8 +228,10 @@ mod tests {
             .chain([1.0; 8])
             .chain([10.0])
             .collect();
+        /// (loads, PUs, K, chunk sizes, taskmap, thread loads)
+        type Golden = (Vec<f64>, usize, usize, Vec<usize>, Vec<usize>, Vec<f64>);
         #[rustfmt::skip]
-        let cases: Vec<(Vec<f64>, usize, usize, Vec<usize>, Vec<usize>, Vec<f64>)> = vec![
+        let cases: Vec<Golden> = vec![
             (vec![5.0; 4], 2, 2, vec![3, 1], vec![0, 0, 0, 1], vec![15.0, 5.0]),
             (vec![1.0, 2.0, 3.0, 4.0, 5.0], 2, 2, vec![4, 1], vec![0, 0, 0, 0, 1], vec![10.0, 5.0]),
             (vec![5.0, 4.0, 3.0, 2.0, 1.0], 2, 4, vec![1, 1, 2, 1], vec![0, 0, 1, 1, 1], vec![9.0, 6.0]),
