@@ -103,6 +103,13 @@ pub enum PolicyError {
         expected: &'static str,
     },
 
+    /// Loads are each finite but so large that a PU's time would overflow.
+    #[error("loads are too large: a PU's time could reach {bound:e}, beyond the range of f64 (scale the loads down)")]
+    LoadOverflow {
+        /// The bound that overflowed (infinite).
+        bound: f64,
+    },
+
     /// There is no PU at all.
     #[error("there are no PUs to map onto (need at least one)")]
     NoPus,

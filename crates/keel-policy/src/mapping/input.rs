@@ -138,6 +138,23 @@ impl<'a> MappingInput<'a> {
                 return Err(PolicyError::PuOutOfRange { task, pu, npus });
             }
         }
+        // Every PU time is at most its background plus all work at the
+        // slowest speed; if that bound is finite, no policy's sum overflows.
+        let slowest = self
+            .speeds
+            .map_or(1.0, |s| s.iter().copied().fold(f64::INFINITY, f64::min));
+        let max_background = self.pu_loads.iter().copied().fold(0.0, f64::max);
+        let total_work: f64 = self.task_loads.iter().sum::<f64>()
+            + self
+                .pu_loads
+                .iter()
+                .enumerate()
+                .map(|(p, &b)| b * self.speed(p))
+                .sum::<f64>();
+        let bound = max_background + total_work / slowest;
+        if !bound.is_finite() {
+            return Err(PolicyError::LoadOverflow { bound });
+        }
         for task in (0..ntasks).filter(|&t| !self.is_migratable(t)) {
             match self.current(task) {
                 None => return Err(PolicyError::UnplacedUnmigratable { task }),
@@ -306,6 +323,17 @@ mod tests {
         }
         let err = MappingInput::new(&[1.0], &[f64::NAN]).unwrap_err();
         assert!(err.to_string().contains("PU load 0"), "{err}");
+    }
+
+    #[test]
+    fn rejects_loads_whose_sums_would_overflow() {
+        let huge = [f64::MAX, f64::MAX];
+        assert!(matches!(
+            MappingInput::new(&huge, &[0.0]).unwrap_err(),
+            PolicyError::LoadOverflow { .. }
+        ));
+        let input = MappingInput::new(&[1e300], &[0.0, 0.0]).unwrap();
+        assert!(input.with_speeds(&[1.0, 1e-10]).is_err());
     }
 
     #[test]
