@@ -1,1 +1,60 @@
-fn main() {}
+//! `keel`: Keel's command line. It is a context in the ARTful sense: it
+//! gathers concepts (from a trace file or a built-in workload), hands them to
+//! registry policies through a context handler, and reports the decisions.
+//!
+//! Every error ends the process with exit code 2 and one `error: ...` line on
+//! stderr; output goes through one buffered writer so that a closed pipe
+//! (`keel demo | head`) ends the program quietly instead of panicking.
+
+mod cli;
+mod demo;
+mod error;
+mod map;
+mod policies;
+mod report;
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+/// Exit status for every failure, as clap uses for usage errors.
+const FAILURE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap's own messages already start with `error:`; help and
+            // version requests are not failures.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(FAILURE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    let result = run(cli.command, &mut out).and_then(|()| Ok(out.flush()?));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            // Not eprintln!: it panics when stderr is closed.
+            let _ = writeln!(io::stderr(), "error: {e}");
+            ExitCode::from(FAILURE)
+        }
+    }
+}
+
+fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
+    match command {
+        Command::Map(args) => map::run(&args, out),
+        Command::Policies => policies::run(out),
+        Command::Demo(args) => demo::run(&args.sections, out),
+    }
+}

@@ -9,7 +9,7 @@
 //!
 //! - **generators**, built from spec strings with the same grammar as the
 //!   policies (`lb-test:tasks=16000,pus=80,seed=12345`, `leanmd:x=8,y=8,z=8`),
-//!   deterministic from their seed ([`generate`], [`generators`]);
+//!   deterministic from their seed ([`generate()`], [`generators`]);
 //! - **traces**: the user's own loads as JSON or CSV ([`read_trace`]).
 //!
 //! ```

@@ -1,0 +1,68 @@
+//! The command-line grammar.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Keel: portable load-balancing policies, run on your loads or on built-in workloads.
+#[derive(Debug, Parser)]
+#[command(name = "keel", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Map tasks to PUs with one or more policies and compare the results.
+    Map(MapArgs),
+    /// List the mapping policies and the workload generators.
+    Policies,
+    /// Compare every mapping policy on built-in workloads.
+    Demo(DemoArgs),
+}
+
+/// `keel map`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("input").required(true).args(["tasks", "generate"]))]
+pub struct MapArgs {
+    /// A mapping policy spec, e.g. `greedy`, `binlpt:chunks=80`,
+    /// `hier:nodes=4,outer=(greedy),inner=refine`; repeat for one row each.
+    #[arg(short, long = "policy", value_name = "SPEC", default_value = "greedy")]
+    pub policies: Vec<String>,
+
+    /// Task loads: a .json trace or a .csv table (column `load`, optional
+    /// `migratable`, `current_pu`).
+    #[arg(short, long, value_name = "FILE")]
+    pub tasks: Option<PathBuf>,
+
+    /// PUs as a .csv table (optional columns `background`, `speed`, `available`).
+    #[arg(long, value_name = "FILE", conflicts_with = "generate")]
+    pub pu_file: Option<PathBuf>,
+
+    /// Number of PUs, when the trace does not say.
+    #[arg(long, value_name = "N", conflicts_with = "generate")]
+    pub pus: Option<usize>,
+
+    /// A built-in workload spec instead of a file, e.g. `lb-test:tasks=16000,pus=80`.
+    #[arg(short, long, value_name = "SPEC", conflicts_with = "tasks")]
+    pub generate: Option<String>,
+
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Include each policy's task-to-PU mapping in the output.
+    #[arg(long)]
+    pub show_mapping: bool,
+}
+
+/// `keel demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Run only these sections (default: all), e.g. `lb-test hotspot`.
+    #[arg(value_name = "SECTION")]
+    pub sections: Vec<String>,
+}

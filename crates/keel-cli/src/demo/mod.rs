@@ -1,0 +1,80 @@
+//! `keel demo`: Keel's main job, shown on built-in workloads.
+//!
+//! The demo is a list of [`Section`]s, each one function that prints its own
+//! tables. Later features add their sections to [`sections`]; `keel demo
+//! NAME...` runs a subset. Every number printed is computed on the spot.
+
+mod mapping;
+
+use std::io::Write;
+use std::time::Instant;
+
+use crate::error::CliError;
+use crate::report;
+
+/// One part of the demo.
+pub struct Section {
+    /// Short name for `keel demo NAME`.
+    pub name: &'static str,
+    /// Heading.
+    pub title: &'static str,
+    /// One line saying what to look for in the numbers.
+    pub look_for: &'static str,
+    /// Prints the section's body.
+    pub body: fn(&mut dyn Write) -> Result<(), CliError>,
+}
+
+/// Every section, in the order the demo prints them.
+pub fn sections() -> Vec<Section> {
+    mapping::sections()
+}
+
+/// Runs the named sections, or all of them when `names` is empty.
+pub fn run(names: &[String], out: &mut dyn Write) -> Result<(), CliError> {
+    let all = sections();
+    let chosen: Vec<&Section> = if names.is_empty() {
+        all.iter().collect()
+    } else {
+        names
+            .iter()
+            .map(|name| {
+                all.iter().find(|s| s.name == name.as_str()).ok_or_else(|| {
+                    CliError::UnknownSection {
+                        name: name.clone(),
+                        valid: all.iter().map(|s| s.name).collect(),
+                    }
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let start = Instant::now();
+    writeln!(
+        out,
+        "Keel demo: every mapping policy, computed now on built-in workloads."
+    )?;
+    writeln!(
+        out,
+        "Loads and times are seconds. λ = makespan/mean − 1; LIB % = (1 − mean/makespan)·100;"
+    )?;
+    writeln!(
+        out,
+        "% of bound = makespan / max(mean, largest task) (100 is optimal); migrations = tasks moved"
+    )?;
+    writeln!(
+        out,
+        "from the current mapping; splits = neighbouring tasks on different PUs; decision = time in map()."
+    )?;
+    for section in chosen {
+        writeln!(out)?;
+        writeln!(out, "== {}: {} ==", section.name, section.title)?;
+        writeln!(out, "Look for: {}", section.look_for)?;
+        (section.body)(out)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "demo computed in {}",
+        report::duration(start.elapsed().as_secs_f64())
+    )?;
+    Ok(())
+}

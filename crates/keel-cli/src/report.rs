@@ -1,0 +1,294 @@
+//! Running policies on one problem and reporting what they decided, as an
+//! aligned table or as JSON. `keel map` and the demo share it, so the demo
+//! prints exactly what `keel map` would for the same workload.
+
+use std::io::Write;
+use std::time::Instant;
+
+use keel_policy::metrics::{self, MappingMetrics};
+use keel_policy::{Mapping, MappingPolicy, NO_PU};
+use keel_workloads::MappingProblem;
+use serde::Serialize;
+
+use crate::error::CliError;
+
+/// One policy's decision and how good it is.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The policy spec as the user wrote it (`current` for the starting mapping).
+    pub spec: String,
+    /// Wall time of the `map` call, seconds; `None` for the starting mapping.
+    pub decision_seconds: Option<f64>,
+    /// The decision's metrics against the problem.
+    pub metrics: MappingMetrics,
+    /// The decision.
+    pub mapping: Vec<usize>,
+}
+
+/// Every policy's outcome on one problem.
+#[derive(Debug)]
+pub struct Comparison {
+    /// The starting mapping, evaluated like a decision, when every task has one.
+    pub current: Option<Outcome>,
+    /// One outcome per policy, in the order asked.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Builds every policy first (so a bad spec fails before any work), then
+/// runs each on `problem` through its context handler, timing the `map` call.
+pub fn compare(problem: &MappingProblem, specs: &[&str]) -> Result<Comparison, CliError> {
+    let registry = keel_policy::mapping::registry();
+    let policies: Vec<(&str, Box<dyn MappingPolicy>)> = specs
+        .iter()
+        .map(|&spec| Ok((spec.trim(), registry.build(spec)?)))
+        .collect::<Result<_, CliError>>()?;
+    let input = problem.input()?;
+    let current = match &problem.current {
+        Some(placement) if !placement.contains(&NO_PU) => {
+            let mapping = Mapping::new(placement.clone(), problem.npus())?;
+            Some(Outcome {
+                spec: "current".to_string(),
+                decision_seconds: None,
+                metrics: metrics::evaluate(&input, &mapping),
+                mapping: mapping.into_vec(),
+            })
+        }
+        _ => None,
+    };
+    let ctx = problem.context();
+    let mut outcomes = Vec::with_capacity(policies.len());
+    for (spec, policy) in policies {
+        let start = Instant::now();
+        let decision = policy.map(&ctx);
+        let seconds = start.elapsed().as_secs_f64();
+        let mapping = decision.map_err(|source| CliError::Decision {
+            spec: spec.to_string(),
+            source,
+        })?;
+        outcomes.push(Outcome {
+            spec: spec.to_string(),
+            decision_seconds: Some(seconds),
+            metrics: metrics::evaluate(&input, &mapping),
+            mapping: mapping.into_vec(),
+        });
+    }
+    Ok(Comparison { current, outcomes })
+}
+
+/// One line describing the problem.
+pub fn write_summary(
+    out: &mut dyn Write,
+    source: &str,
+    problem: &MappingProblem,
+) -> Result<(), CliError> {
+    let available = problem
+        .pu_available
+        .as_ref()
+        .map_or(problem.npus(), |a| a.iter().filter(|&&x| x).count());
+    let start = match &problem.current {
+        None => "none",
+        Some(c) if c.contains(&NO_PU) => "partial",
+        Some(_) => "given",
+    };
+    writeln!(
+        out,
+        "{source}: {} tasks, {} PUs ({available} available), total load {}, current mapping: {start}",
+        problem.ntasks(),
+        problem.npus(),
+        sig(problem.total_load()),
+    )?;
+    Ok(())
+}
+
+const HEADER: [&str; 9] = [
+    "policy",
+    "makespan",
+    "mean",
+    "λ",
+    "LIB %",
+    "% of bound",
+    "migrations",
+    "splits",
+    "decision",
+];
+
+fn row(o: &Outcome, time: &dyn Fn(f64) -> String) -> [String; 9] {
+    let m = &o.metrics;
+    [
+        o.spec.clone(),
+        time(m.makespan),
+        time(m.mean),
+        format!("{:.4}", m.lambda),
+        format!("{:.2}", m.lib_percent),
+        format!("{:.2}", m.percent_of_bound()),
+        m.migrations.map_or("-".to_string(), |n| n.to_string()),
+        m.splits.to_string(),
+        o.decision_seconds.map_or("-".to_string(), duration),
+    ]
+}
+
+/// The comparison as an aligned table: the policy column left-aligned,
+/// numbers right-aligned, the starting mapping first when there is one.
+/// Makespan and mean share one number of decimals (four significant digits
+/// of the largest makespan) so that their decimal points line up.
+pub fn write_table(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError> {
+    let all = || cmp.current.iter().chain(&cmp.outcomes);
+    let largest = all().map(|o| o.metrics.makespan).fold(0.0, f64::max);
+    let time = |x: f64| match decimals_for(largest) {
+        Some(decimals) => format!("{x:.decimals$}"),
+        None => sig(x),
+    };
+    let mut rows = vec![HEADER.map(String::from)];
+    rows.extend(all().map(|o| row(o, &time)));
+    let mut widths = [0; 9];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let mut line = String::from("  ");
+        for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w - cell.chars().count());
+            if i == 0 {
+                line.push_str(cell);
+                line.push_str(&pad);
+            } else {
+                line.push_str("  ");
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Each decision's mapping, one line per policy.
+pub fn write_mappings(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError> {
+    for o in &cmp.outcomes {
+        let pus: Vec<String> = o.mapping.iter().map(usize::to_string).collect();
+        writeln!(out, "mapping of {}: {}", o.spec, pus.join(" "))?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    source: &'a str,
+    tasks: usize,
+    pus: usize,
+    total_load: f64,
+    current: Option<JsonOutcome<'a>>,
+    results: Vec<JsonOutcome<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonOutcome<'a> {
+    policy: &'a str,
+    decision_seconds: Option<f64>,
+    percent_of_bound: f64,
+    metrics: &'a MappingMetrics,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mapping: Option<&'a [usize]>,
+}
+
+/// The comparison as one JSON document.
+pub fn write_json(
+    out: &mut dyn Write,
+    source: &str,
+    problem: &MappingProblem,
+    cmp: &Comparison,
+    show_mapping: bool,
+) -> Result<(), CliError> {
+    fn outcome(o: &Outcome, show_mapping: bool) -> JsonOutcome<'_> {
+        JsonOutcome {
+            policy: &o.spec,
+            decision_seconds: o.decision_seconds,
+            percent_of_bound: o.metrics.percent_of_bound(),
+            metrics: &o.metrics,
+            mapping: show_mapping.then_some(o.mapping.as_slice()),
+        }
+    }
+    let report = JsonReport {
+        source,
+        tasks: problem.ntasks(),
+        pus: problem.npus(),
+        total_load: problem.total_load(),
+        current: cmp.current.as_ref().map(|o| outcome(o, show_mapping)),
+        results: cmp
+            .outcomes
+            .iter()
+            .map(|o| outcome(o, show_mapping))
+            .collect(),
+    };
+    // Compact: mappings can hold millions of entries, and jq pretty-prints.
+    serde_json::to_writer(&mut *out, &report)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A number with four significant digits, in plain notation where that
+/// stays short (loads are seconds for generated workloads, any unit for traces).
+pub fn sig(x: f64) -> String {
+    match decimals_for(x) {
+        _ if x == 0.0 => "0".to_string(),
+        Some(decimals) => format!("{x:.decimals$}"),
+        None => format!("{x:.3e}"),
+    }
+}
+
+/// Decimals giving `x` four significant digits, or `None` where plain
+/// notation would be too long or too short.
+fn decimals_for(x: f64) -> Option<usize> {
+    let magnitude = x.abs();
+    (1e-3..1e7)
+        .contains(&magnitude)
+        .then(|| (3 - magnitude.log10().floor() as i32).max(0) as usize)
+}
+
+/// A duration in the unit that keeps it readable.
+pub fn duration(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.1} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{seconds:.3} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        assert_eq!(sig(0.0), "0");
+        assert_eq!(sig(7.0), "7.000");
+        assert_eq!(sig(0.12071), "0.1207");
+        assert_eq!(sig(1234.4), "1234");
+        assert_eq!(sig(123456.0), "123456");
+        assert_eq!(sig(2.5e-5), "2.500e-5");
+        assert_eq!(sig(3e9), "3.000e9");
+        assert_eq!(duration(2.5e-6), "2.5 µs");
+        assert_eq!(duration(0.0125), "12.50 ms");
+        assert_eq!(duration(1.5), "1.500 s");
+    }
+
+    #[test]
+    fn the_table_is_aligned() {
+        let problem = MappingProblem::new(
+            vec![3.0, 3.0, 2.0, 2.0, 2.0],
+            2,
+            keel_policy::Model::Dynamic,
+        );
+        let cmp = compare(&problem, &["greedy", "binlpt:chunks=2"]).unwrap();
+        let mut out = Vec::new();
+        write_table(&mut out, &cmp).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let widths: Vec<usize> = text.lines().map(|l| l.chars().count()).collect();
+        assert_eq!(widths.len(), 3, "{text}");
+        assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
+    }
+}
