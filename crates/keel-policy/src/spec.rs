@@ -190,8 +190,8 @@ impl Parser<'_> {
     }
 
     fn skip_ws(&mut self) {
-        while self.peek().is_some_and(char::is_whitespace) {
-            self.pos += 1;
+        while let Some(c) = self.peek().filter(|c| c.is_whitespace()) {
+            self.pos += c.len_utf8();
         }
     }
 
@@ -313,6 +313,13 @@ mod tests {
             let spec: Spec = text.parse().unwrap();
             assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
         }
+    }
+
+    #[test]
+    fn non_ascii_whitespace_is_skipped_not_split() {
+        let s: Spec = "\u{a0}greedy".parse().unwrap();
+        assert_eq!(s.name, "greedy");
+        assert!("greedy:\u{3000}".parse::<Spec>().is_err());
     }
 
     #[test]

@@ -22,6 +22,11 @@ use crate::context::ContextHandler;
 use crate::error::PolicyError;
 use crate::spec::{Spec, SpecValue};
 
+/// Largest chunk count the faithful cut accepts: its reference exchange sort
+/// is O(K²), and even empty trailing chunks change its tie order (so they
+/// cannot be dropped), which makes K beyond a few thousand impractical.
+pub const MAX_FAITHFUL_CHUNKS: usize = 4096;
+
 /// How BinLPT cuts the task sequence into chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinLptCut {
@@ -58,15 +63,26 @@ impl BinLpt {
             Some("faithful") => BinLptCut::Faithful,
             _ => BinLptCut::Improved,
         };
-        Ok(BinLpt {
-            chunks: spec.count_at_least("chunks", 1)?,
-            cut,
-        })
+        let chunks = spec.count_at_least("chunks", 1)?;
+        if let (BinLptCut::Faithful, Some(k)) = (cut, chunks) {
+            if k > MAX_FAITHFUL_CHUNKS {
+                return Err(spec.invalid(
+                    "chunks",
+                    &k.to_string(),
+                    &format!(
+                        "at most {MAX_FAITHFUL_CHUNKS} with cut=faithful, whose reference sort is \
+                         quadratic in the chunk count (cut=improved has no limit)"
+                    ),
+                ));
+            }
+        }
+        Ok(BinLpt { chunks, cut })
     }
 
     /// Chunk boundaries over `loads`: chunk `c` is `bounds[c]..bounds[c + 1]`.
     /// Faithful cuts may end with empty chunks, as the reference's do.
     pub fn cut_points(&self, loads: &[f64], chunks: usize) -> Vec<usize> {
+        let chunks = chunks.max(1);
         let mut prefix = Vec::with_capacity(loads.len() + 1);
         prefix.push(0.0);
         let mut sum = 0.0;
@@ -88,7 +104,12 @@ impl BinLpt {
             .filter(|&t| input.is_migratable(t))
             .collect();
         let loads: Vec<f64> = movable.iter().map(|&t| input.task_loads()[t]).collect();
-        let k = self.chunks.unwrap_or(pus.len()).max(1);
+        let k = match self.cut {
+            // One chunk per available PU by default; the faithful cut keeps
+            // the reference's bound even when PUs outnumber it.
+            BinLptCut::Faithful => self.chunks.unwrap_or(pus.len()).min(MAX_FAITHFUL_CHUNKS),
+            BinLptCut::Improved => self.chunks.unwrap_or(pus.len()),
+        };
         let bounds = self.cut_points(&loads, k);
         let chunk_loads: Vec<f64> = bounds
             .windows(2)
@@ -300,5 +321,16 @@ mod tests {
         assert_eq!(policy.spec().to_string(), "binlpt:chunks=80,cut=faithful");
         assert!(BinLpt::from_spec(&"binlpt:chunks=0".parse().unwrap()).is_err());
         assert!(BinLpt::from_spec(&"binlpt:cut=best".parse().unwrap()).is_err());
+        let err = BinLpt::from_spec(&"binlpt:chunks=60000,cut=faithful".parse().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cut=improved"), "{err}");
+        assert!(BinLpt::from_spec(&"binlpt:chunks=60000".parse().unwrap()).is_ok());
+        let policy = BinLpt::default();
+        assert_eq!(
+            policy.cut_points(&[1.0], 0),
+            vec![0, 1],
+            "k = 0 means one chunk"
+        );
     }
 }

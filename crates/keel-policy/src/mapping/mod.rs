@@ -20,7 +20,7 @@ mod round_robin;
 
 use std::fmt;
 
-pub use binlpt::{BinLpt, BinLptCut};
+pub use binlpt::{BinLpt, BinLptCut, MAX_FAITHFUL_CHUNKS};
 pub use block::Block;
 pub use greedy::Greedy;
 pub use greedy_refine::GreedyRefine;
