@@ -28,33 +28,34 @@ impl Greedy {
         Mapping::complete(placement, input.npus())
     }
 
-    /// The decision plus each PU's resulting time (greedy-refine needs the bound).
+    /// The decision plus each PU's resulting time.
     pub(crate) fn decide_with_times(&self, input: &MappingInput<'_>) -> (Vec<usize>, Vec<f64>) {
-        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
-        self.decide_in_order(input, &order)
-    }
-
-    /// Greedy over a precomputed order of the movable tasks.
-    pub(crate) fn decide_in_order(
-        &self,
-        input: &MappingInput<'_>,
-        order: &LptOrder,
-    ) -> (Vec<usize>, Vec<f64>) {
         let (mut placement, times) = input.pinned_start();
         let mut tree = PuHeap::new(times, input.available_pus());
-        let chosen = order.assign(&mut tree, input.speeds());
-        order.scatter(&chosen, &mut placement);
+        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        order.assign_into(&mut tree, input.speeds(), &mut placement);
         (placement, tree.into_times())
+    }
+
+    /// Each PU's time after greedy over a precomputed order, without the
+    /// placement (greedy-refine needs only greedy's makespan).
+    pub(crate) fn times_in_order(
+        &self,
+        input: &MappingInput<'_>,
+        order: &LptOrder<'_>,
+    ) -> Vec<f64> {
+        let (_, times) = input.pinned_start();
+        let mut tree = PuHeap::new(times, input.available_pus());
+        order.assign(&mut tree, input.speeds());
+        tree.into_times()
     }
 
     /// LPT on plain slices with no context handler and no validation: the
     /// "native" baseline the portability benchmark compares against.
     pub fn map_direct(task_loads: &[f64], npus: usize) -> Vec<usize> {
-        let order = LptOrder::new(task_loads, |_| true);
-        let mut tree = PuHeap::new(vec![0.0; npus], 0..npus);
-        let chosen = order.assign(&mut tree, None);
         let mut placement = vec![0; task_loads.len()];
-        order.scatter(&chosen, &mut placement);
+        let mut tree = PuHeap::new(vec![0.0; npus], 0..npus);
+        LptOrder::new(task_loads, |_| true).assign_into(&mut tree, None, &mut placement);
         placement
     }
 }

@@ -45,7 +45,7 @@ impl GreedyRefine {
     pub fn decide(&self, input: &MappingInput<'_>) -> Mapping {
         let pus = input.available_pus();
         let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
-        let (_, greedy_times) = Greedy.decide_in_order(input, &order);
+        let greedy_times = Greedy.times_in_order(input, &order);
         let greedy_makespan = pus.iter().map(|&p| greedy_times[p]).fold(0.0, f64::max);
         let mut bound = greedy_makespan * self.tolerance;
 

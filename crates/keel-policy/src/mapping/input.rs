@@ -100,8 +100,8 @@ impl<'a> MappingInput<'a> {
         if npus == 0 {
             return Err(PolicyError::NoPus);
         }
-        check_non_negative("task load", self.task_loads)?;
-        check_non_negative("PU load", self.pu_loads)?;
+        let task_work = sum_non_negative("task load", self.task_loads)?;
+        sum_non_negative("PU load", self.pu_loads)?;
         let pu_len = |concept, found| check_len(concept, npus, found, "PUs");
         let task_len = |concept, found| check_len(concept, ntasks, found, "tasks");
         if let Some(speeds) = self.speeds {
@@ -144,7 +144,7 @@ impl<'a> MappingInput<'a> {
             .speeds
             .map_or(1.0, |s| s.iter().copied().fold(f64::INFINITY, f64::min));
         let max_background = self.pu_loads.iter().copied().fold(0.0, f64::max);
-        let total_work: f64 = self.task_loads.iter().sum::<f64>()
+        let total_work: f64 = task_work
             + self
                 .pu_loads
                 .iter()
@@ -279,13 +279,32 @@ fn check_len(
     }
 }
 
-fn check_non_negative(what: &'static str, values: &[f64]) -> Result<(), PolicyError> {
-    // One pass with no early exit vectorises; the slow path finds the index.
-    let all_ok = values
-        .iter()
-        .fold(true, |ok, &v| ok & (v.is_finite() & (v >= 0.0)));
-    if all_ok {
-        return Ok(());
+/// Checks every value is finite and `>= 0` and returns their sum, in one
+/// pass of eight independent lanes: validation sits on every policy call, and
+/// a single serial `f64` sum (one add latency per value) cost as much as
+/// several percent of a greedy decision at 16,000 tasks.
+fn sum_non_negative(what: &'static str, values: &[f64]) -> Result<f64, PolicyError> {
+    const LANES: usize = 8;
+    let mut sums = [0.0f64; LANES];
+    let mut valid = [true; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for lane in 0..LANES {
+            let v = chunk[lane];
+            // NaN fails both comparisons; so do the infinities one of them.
+            valid[lane] &= (v >= 0.0) & (v < f64::INFINITY);
+            sums[lane] += v;
+        }
+    }
+    let mut all_valid = valid.iter().all(|&v| v);
+    let mut sum: f64 = sums.iter().sum();
+    for &v in tail {
+        all_valid &= (v >= 0.0) & (v < f64::INFINITY);
+        sum += v;
+    }
+    if all_valid {
+        return Ok(sum);
     }
     let (index, &value) = values
         .iter()

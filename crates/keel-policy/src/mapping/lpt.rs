@@ -13,18 +13,25 @@
 /// inverting sorts descending) truncated to make room for the task index in
 /// the low bits. Truncation only merges loads that agree in their top bits;
 /// those rare runs are then re-sorted by exact load, so the order is exactly
-/// LPT's. The loads are gathered in order once, in a tight loop, so that the
-/// assignment loop reads them sequentially.
-#[derive(Clone, Debug, Default)]
-pub struct LptOrder {
-    tasks: Vec<u32>,
-    loads: Vec<f64>,
+/// LPT's.
+///
+/// The key buffer is the only allocation: at 1,000,000 tasks every fresh
+/// multi-megabyte buffer costs milliseconds of page faults, more than the
+/// work done in it. Loads are read from the caller's slice as the order is
+/// walked (the addresses come from the sequential keys, so those reads run
+/// ahead of the assignment's dependency chain), and [`LptOrder::assign_into`]
+/// reuses the key buffer to record the chosen PUs.
+#[derive(Clone, Debug)]
+pub struct LptOrder<'a> {
+    loads: &'a [f64],
+    keys: Vec<u64>,
+    index_mask: u64,
 }
 
-impl LptOrder {
+impl<'a> LptOrder<'a> {
     /// Orders the tasks `0..loads.len()` for which `keep` holds. Loads must
     /// be finite and `>= 0` (validated by [`MappingInput`](super::MappingInput)).
-    pub fn new(loads: &[f64], keep: impl Fn(usize) -> bool) -> Self {
+    pub fn new(loads: &'a [f64], keep: impl Fn(usize) -> bool) -> Self {
         assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
         let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
@@ -44,58 +51,85 @@ impl LptOrder {
                 run = i;
             }
         }
-        let tasks: Vec<u32> = keys.iter().map(|&k| task(k) as u32).collect();
-        let loads = tasks.iter().map(|&t| loads[t as usize]).collect();
-        LptOrder { tasks, loads }
+        LptOrder {
+            loads,
+            keys,
+            index_mask,
+        }
     }
 
     /// Number of ordered tasks.
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.keys.len()
     }
 
     /// Whether no task is ordered.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-    }
-
-    /// `(task, load)` pairs, heaviest first.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
-        self.tasks().zip(self.loads.iter().copied())
+        self.keys.is_empty()
     }
 
     /// Task indices, heaviest first.
     pub fn tasks(&self) -> impl Iterator<Item = usize> + '_ {
-        self.tasks.iter().map(|&t| t as usize)
+        self.keys.iter().map(|&k| (k & self.index_mask) as usize)
     }
 
-    /// Loads in order, heaviest first.
-    pub fn loads(&self) -> &[f64] {
-        &self.loads
+    /// `(task, load)` pairs, heaviest first.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.tasks().map(|t| (t, self.loads[t]))
+    }
+
+    /// LPT on `tree` without recording where tasks went (for a bound).
+    pub fn assign(&self, tree: &mut PuHeap, speeds: Option<&[f64]>) {
+        let mut block = [0.0f64; GATHER_BLOCK];
+        for keys in self.keys.chunks(GATHER_BLOCK) {
+            self.gather(keys, &mut block);
+            for &load in &block[..keys.len()] {
+                let pu = tree.least();
+                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+            }
+        }
     }
 
     /// LPT: each task in order to the least-loaded PU of `tree`, which grows
-    /// by `load / speed`. Returns the chosen PU per position of the order;
-    /// [`LptOrder::scatter`] writes them into a placement.
-    pub fn assign(&self, tree: &mut PuHeap, speeds: Option<&[f64]>) -> Vec<u32> {
-        let mut chosen = Vec::with_capacity(self.len());
-        for &load in &self.loads {
-            let pu = tree.least();
-            chosen.push(pu as u32);
-            tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+    /// by `load / speed`; writes each task's PU into `placement`.
+    pub fn assign_into(
+        mut self,
+        tree: &mut PuHeap,
+        speeds: Option<&[f64]>,
+        placement: &mut [usize],
+    ) {
+        let mut block = [0.0f64; GATHER_BLOCK];
+        let mask = self.index_mask;
+        let loads = self.loads;
+        for keys in self.keys.chunks_mut(GATHER_BLOCK) {
+            for (slot, &key) in block.iter_mut().zip(keys.iter()) {
+                *slot = loads[(key & mask) as usize];
+            }
+            for (key, &load) in keys.iter_mut().zip(&block) {
+                let pu = tree.least();
+                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+                // The key is spent: keep (task, PU) in its slot, so the
+                // random stores into `placement` happen after the loop.
+                *key = ((*key & mask) << 32) | pu as u64;
+            }
         }
-        chosen
+        for &key in &self.keys {
+            placement[(key >> 32) as usize] = key as u32 as usize;
+        }
     }
 
-    /// Writes `chosen[k]` as the PU of the k-th task of the order. Done
-    /// after the assignment loop so the random stores stay off its
-    /// dependency chain.
-    pub fn scatter(&self, chosen: &[u32], placement: &mut [usize]) {
-        for (task, &pu) in self.tasks().zip(chosen) {
-            placement[task] = pu as usize;
+    /// Reads the loads of `keys` into `block`: independent reads that the
+    /// CPU overlaps, unlike reads made one by one between dependent steps.
+    fn gather(&self, keys: &[u64], block: &mut [f64; GATHER_BLOCK]) {
+        for (slot, &key) in block.iter_mut().zip(keys) {
+            *slot = self.loads[(key & self.index_mask) as usize];
         }
     }
 }
+
+/// Loads gathered at a time ahead of the assignment loop: enough independent
+/// cache misses in flight to hide their latency, small enough for the stack.
+const GATHER_BLOCK: usize = 64;
 
 /// Task indices in LPT order (heaviest first, ties by lower index).
 pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
@@ -177,6 +211,16 @@ impl PuHeap {
         self.time[pu]
     }
 
+    /// Number of PUs the tree was built for.
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    /// Whether the tree was built for no PU.
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
     /// Whether `pu` is in the tree.
     pub fn contains(&self, pu: usize) -> bool {
         self.member.get(pu).copied().unwrap_or(false)
@@ -228,9 +272,40 @@ mod tests {
         let loads = [base, next, base, 0.5, next];
         assert_eq!(lpt_order(&loads, |_| true), vec![1, 4, 0, 2, 3]);
         let order = LptOrder::new(&loads, |_| true);
-        assert_eq!(order.loads(), &[next, next, base, base, 0.5]);
+        let in_order: Vec<f64> = order.iter().map(|(_, w)| w).collect();
+        assert_eq!(in_order, vec![next, next, base, base, 0.5]);
         assert!(LptOrder::new(&[], |_| true).is_empty());
         assert_eq!(lpt_order(&[7.0], |_| true), vec![0]);
+    }
+
+    #[test]
+    fn tree_agrees_with_a_linear_scan_under_random_updates() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for npus in [1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 300] {
+            let members: Vec<usize> = (0..npus).filter(|p| p % 7 != 3 || npus == 1).collect();
+            let start: Vec<f64> = (0..npus).map(|p| (p % 3) as f64).collect();
+            let mut tree = PuHeap::new(start.clone(), members.iter().copied());
+            let mut times = start;
+            for _ in 0..500 {
+                let expected = members
+                    .iter()
+                    .copied()
+                    .min_by(|&a, &b| times[a].total_cmp(&times[b]).then(a.cmp(&b)))
+                    .unwrap();
+                assert_eq!(tree.least(), expected, "npus {npus}");
+                // Small integer steps make ties frequent.
+                let pu = members[(next() % members.len() as u64) as usize];
+                let delta = (next() % 3) as f64;
+                tree.add(pu, delta);
+                times[pu] += delta;
+            }
+        }
     }
 
     #[test]
