@@ -293,14 +293,14 @@ fn sum_non_negative(what: &'static str, values: &[f64]) -> Result<f64, PolicyErr
         for lane in 0..LANES {
             let v = chunk[lane];
             // NaN fails both comparisons; so do the infinities one of them.
-            valid[lane] &= (v >= 0.0) & (v < f64::INFINITY);
+            valid[lane] &= (0.0..f64::INFINITY).contains(&v);
             sums[lane] += v;
         }
     }
     let mut all_valid = valid.iter().all(|&v| v);
     let mut sum: f64 = sums.iter().sum();
     for &v in tail {
-        all_valid &= (v >= 0.0) & (v < f64::INFINITY);
+        all_valid &= (0.0..f64::INFINITY).contains(&v);
         sum += v;
     }
     if all_valid {
