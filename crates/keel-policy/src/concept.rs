@@ -90,6 +90,26 @@ impl Concept {
     }
 }
 
+impl Concept {
+    /// A short fixed name, for component names that need no allocation.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Concept::Workload {
+                subject: Subject::Tasks,
+                ..
+            } => "task workload",
+            Concept::Workload {
+                subject: Subject::Pus,
+                ..
+            } => "PU workload",
+            Concept::TaskMigratable => "task migratability",
+            Concept::PuAvailability => "PU availability",
+            Concept::PuSpeed => "PU relative speed",
+            Concept::CurrentMapping => "current mapping",
+        }
+    }
+}
+
 impl fmt::Display for Concept {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

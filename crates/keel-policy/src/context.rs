@@ -91,7 +91,7 @@ impl<'a> ContextHandler<'a> {
         self.register(Component {
             concept,
             origin,
-            name: Cow::Owned(concept.to_string()),
+            name: Cow::Borrowed(concept.label()),
             data: ComponentData::Values(values.into()),
         })
     }
@@ -106,7 +106,7 @@ impl<'a> ContextHandler<'a> {
         self.register(Component {
             concept,
             origin,
-            name: Cow::Owned(concept.to_string()),
+            name: Cow::Borrowed(concept.label()),
             data: ComponentData::Flags(flags.into()),
         })
     }
