@@ -1,0 +1,523 @@
+//! A persistent thread pool whose caller takes part in every region, as
+//! OpenMP's master thread does. The fork/join protocol, its memory orderings
+//! and what nesting does are in `README.md` beside this file.
+
+mod env;
+
+use std::any::Any;
+use std::cell::{Cell, UnsafeCell};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+
+use crossbeam_utils::CachePadded;
+
+pub use env::{PoolError, WaitPolicy};
+
+/// Spins (each a `spin_loop` hint) before a waiting thread parks, under the
+/// default wait policy: long enough to bridge back-to-back loops, short
+/// enough not to burn a core for long when idle (waking a parked thread costs
+/// 20–50 µs on these machines; see `research/style_perf.md` §2).
+pub const DEFAULT_SPINS: u32 = 1 << 16;
+/// A spinning thread yields its core every this many spins, so that spinning
+/// stays harmless when threads outnumber cores.
+const YIELD_EVERY: u32 = 1 << 8;
+
+/// A region's closure, type-erased. Called with the participant index.
+type Job<'a> = dyn Fn(usize) + Sync + 'a;
+
+thread_local! {
+    /// Id of the pool whose region this thread is running in (0 = none).
+    static IN_POOL: Cell<usize> = const { Cell::new(0) };
+}
+
+static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Participant `index` of a region of `size` participants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Team {
+    /// This participant, `0..size` (0 is the caller).
+    pub index: usize,
+    /// Number of participants.
+    pub size: usize,
+}
+
+struct Shared {
+    id: usize,
+    threads: usize,
+    spins: u32,
+    epoch: CachePadded<AtomicU64>,
+    remaining: CachePadded<AtomicUsize>,
+    /// The current region's job; written by the caller under `region` before
+    /// `epoch` publishes it, read by workers after they see the new epoch.
+    job: UnsafeCell<Option<*const Job<'static>>>,
+    /// The current region's caller, to wake it at the join.
+    caller: UnsafeCell<Option<Thread>>,
+    caller_sleeping: CachePadded<AtomicBool>,
+    sleeping: Box<[CachePadded<AtomicBool>]>,
+    workers: OnceLock<Vec<Thread>>,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    shutdown: AtomicBool,
+    region: Mutex<()>,
+}
+
+// SAFETY: `job` and `caller` are written only by the thread holding `region`
+// before it publishes them with a SeqCst increment of `epoch`, and read only
+// by workers after they observe that increment, until `remaining` reaches 0,
+// which the writer waits for before writing again. Everything else is
+// atomic or behind a mutex.
+unsafe impl Sync for Shared {}
+// SAFETY: the raw job pointer is only dereferenced during the region that
+// owns it (see above); the rest is Send.
+unsafe impl Send for Shared {}
+
+/// A pool of persistent worker threads.
+pub struct ThreadPool {
+    shared: Arc<Shared>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("threads", &self.shared.threads)
+            .field("spins", &self.shared.spins)
+            .finish()
+    }
+}
+
+/// Builds a [`ThreadPool`], naming every choice.
+#[derive(Clone, Debug, Default)]
+pub struct PoolBuilder {
+    threads: Option<usize>,
+    wait: Option<WaitPolicy>,
+    pin: Option<bool>,
+}
+
+impl PoolBuilder {
+    /// A builder with nothing chosen: unset choices come from the
+    /// environment ([`PoolBuilder::build`]) or their defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of participants, the caller included (`KEEL_NUM_THREADS`).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// How waiting threads wait (`KEEL_WAIT_POLICY`).
+    pub fn wait_policy(mut self, wait: WaitPolicy) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Pin worker `i` to core `i mod cores` (`KEEL_PIN`).
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = Some(pin);
+        self
+    }
+
+    /// Builds the pool; choices not made in code come from `KEEL_NUM_THREADS`,
+    /// `KEEL_WAIT_POLICY` and `KEEL_PIN`, else the available cores, a bounded
+    /// spin and no pinning. A malformed variable is a typed error.
+    pub fn build(self) -> Result<ThreadPool, PoolError> {
+        let threads = match self.threads {
+            Some(t) => t,
+            None => env::threads()?
+                .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get())),
+        };
+        if threads == 0 {
+            return Err(PoolError::ZeroThreads);
+        }
+        let wait = match self.wait {
+            Some(w) => w,
+            None => env::wait_policy()?.unwrap_or_default(),
+        };
+        let pin = match self.pin {
+            Some(p) => p,
+            None => env::pin()?.unwrap_or(false),
+        };
+        ThreadPool::start(threads, wait.spins(), pin)
+    }
+}
+
+impl ThreadPool {
+    /// A builder.
+    pub fn builder() -> PoolBuilder {
+        PoolBuilder::new()
+    }
+
+    fn start(threads: usize, spins: u32, pin: bool) -> Result<Self, PoolError> {
+        let shared = Arc::new(Shared {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            threads,
+            spins,
+            epoch: CachePadded::new(AtomicU64::new(0)),
+            remaining: CachePadded::new(AtomicUsize::new(0)),
+            job: UnsafeCell::new(None),
+            caller: UnsafeCell::new(None),
+            caller_sleeping: CachePadded::new(AtomicBool::new(false)),
+            sleeping: (0..threads)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
+            workers: OnceLock::new(),
+            panic: Mutex::new(None),
+            shutdown: AtomicBool::new(false),
+            region: Mutex::new(()),
+        });
+        let cores = if pin {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut handles = Vec::with_capacity(threads.saturating_sub(1));
+        for index in 1..threads {
+            let worker_shared = Arc::clone(&shared);
+            let core = (!cores.is_empty()).then(|| cores[index % cores.len()]);
+            let handle = thread::Builder::new()
+                .name(format!("keel-worker-{index}"))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        // Best effort, as OMP_PROC_BIND: a refused pin only
+                        // costs locality.
+                        core_affinity::set_for_current(core);
+                    }
+                    worker_main(&worker_shared, index)
+                })
+                .map_err(|e| PoolError::Spawn(e.to_string()));
+            match handle {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Stop the workers already started before reporting.
+                    let partial = ThreadPool { shared, handles };
+                    drop(partial);
+                    return Err(e);
+                }
+            }
+        }
+        let _ = shared
+            .workers
+            .set(handles.iter().map(|h| h.thread().clone()).collect());
+        Ok(ThreadPool { shared, handles })
+    }
+
+    /// Number of participants of a region started from outside the pool.
+    pub fn threads(&self) -> usize {
+        self.shared.threads
+    }
+
+    /// Participants a region started *here* would get: 1 when this thread
+    /// is already inside a region of this pool (nesting runs inline).
+    pub fn team_size_here(&self) -> usize {
+        if self.is_inside() {
+            1
+        } else {
+            self.shared.threads
+        }
+    }
+
+    fn is_inside(&self) -> bool {
+        IN_POOL.with(|p| p.get() == self.shared.id)
+    }
+
+    /// Runs `f(team)` once on each of the [`ThreadPool::team_size_here`]
+    /// participants — the caller is participant 0 — and returns when all have
+    /// finished. A panic in any participant is resumed here after the others
+    /// finish; the pool stays usable. Allocates nothing.
+    pub fn region<F>(&self, f: F)
+    where
+        F: Fn(Team) + Sync,
+    {
+        let size = self.team_size_here();
+        if size == 1 {
+            f(Team { index: 0, size: 1 });
+            return;
+        }
+        let shared = &*self.shared;
+        let _region = shared.region.lock().unwrap_or_else(|e| e.into_inner());
+        let job = |index: usize| {
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(Team { index, size })))
+            {
+                let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+                slot.get_or_insert(payload);
+            }
+        };
+        let job_ref: &Job<'_> = &job;
+        // SAFETY: the lifetime is erased only to store the pointer in the
+        // pool; this function does not return before `remaining` reaches 0,
+        // after which no worker dereferences it (README: Join).
+        let job_ptr: *const Job<'static> =
+            unsafe { std::mem::transmute::<&Job<'_>, &Job<'static>>(job_ref) };
+        // SAFETY: we hold `region`; workers are all waiting for the next
+        // epoch, so nobody reads `job` or `caller` now (README: Fork).
+        unsafe {
+            *shared.job.get() = Some(job_ptr);
+            *shared.caller.get() = Some(thread::current());
+        }
+        shared.remaining.store(size - 1, Ordering::Relaxed);
+        shared.caller_sleeping.store(false, Ordering::Relaxed);
+        // Publishes job, caller and remaining (SeqCst: pairs with the
+        // workers' SeqCst re-read before parking).
+        shared.epoch.fetch_add(1, Ordering::SeqCst);
+        if let Some(workers) = shared.workers.get() {
+            for (i, worker) in workers.iter().enumerate() {
+                if shared.sleeping[i + 1].load(Ordering::SeqCst) {
+                    worker.unpark();
+                }
+            }
+        }
+
+        let outer = IN_POOL.with(|p| p.replace(shared.id));
+        job(0);
+        IN_POOL.with(|p| p.set(outer));
+        self.wait_for_workers();
+
+        let payload = shared
+            .panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(payload) = payload {
+            drop(_region);
+            panic::resume_unwind(payload);
+        }
+    }
+
+    fn wait_for_workers(&self) {
+        let shared = &*self.shared;
+        let mut spins = 0u32;
+        // Acquire: makes every worker's writes in the region visible.
+        while shared.remaining.load(Ordering::Acquire) != 0 {
+            if spins < shared.spins {
+                spins += 1;
+                pause(spins);
+                continue;
+            }
+            shared.caller_sleeping.store(true, Ordering::SeqCst);
+            if shared.remaining.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            thread::park();
+        }
+        shared.caller_sleeping.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        for handle in &self.handles {
+            handle.thread().unpark();
+        }
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+#[inline]
+fn pause(spins: u32) {
+    if spins % YIELD_EVERY == 0 {
+        thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+fn worker_main(shared: &Shared, index: usize) {
+    IN_POOL.with(|p| p.set(shared.id));
+    let mut seen = 0u64;
+    loop {
+        seen = wait_for_epoch(shared, index, seen);
+        if shared.shutdown.load(Ordering::SeqCst) {
+            return;
+        }
+        // SAFETY: the new epoch published `job` (README: Fork); the caller
+        // keeps the closure alive until we decrement `remaining` below.
+        let job = unsafe { (*shared.job.get()).expect("a published region has a job") };
+        // SAFETY: as above; `job` points to the caller's live closure.
+        unsafe { (*job)(index) };
+        // SeqCst: pairs with the caller's SeqCst re-read before parking.
+        if shared.remaining.fetch_sub(1, Ordering::SeqCst) == 1
+            && shared.caller_sleeping.load(Ordering::SeqCst)
+        {
+            // SAFETY: `caller` was written before the epoch we observed and
+            // is not rewritten until the caller sees `remaining == 0`.
+            if let Some(caller) = unsafe { (*shared.caller.get()).as_ref() } {
+                caller.unpark();
+            }
+        }
+    }
+}
+
+fn wait_for_epoch(shared: &Shared, index: usize, seen: u64) -> u64 {
+    let mut spins = 0u32;
+    loop {
+        let epoch = shared.epoch.load(Ordering::Acquire);
+        if epoch != seen {
+            return epoch;
+        }
+        if spins < shared.spins {
+            spins += 1;
+            pause(spins);
+            continue;
+        }
+        shared.sleeping[index].store(true, Ordering::SeqCst);
+        let epoch = shared.epoch.load(Ordering::SeqCst);
+        if epoch == seen {
+            thread::park();
+        }
+        shared.sleeping[index].store(false, Ordering::Relaxed);
+    }
+}
+
+/// The global pool, built on first use from the environment.
+pub fn global() -> Result<&'static ThreadPool, PoolError> {
+    static GLOBAL: OnceLock<Result<ThreadPool, PoolError>> = OnceLock::new();
+    GLOBAL
+        .get_or_init(|| PoolBuilder::new().build())
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn pool(threads: usize, wait: WaitPolicy) -> ThreadPool {
+        ThreadPool::builder()
+            .threads(threads)
+            .wait_policy(wait)
+            .pin(false)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_participant_runs_once_per_region() {
+        for wait in [
+            WaitPolicy::Active,
+            WaitPolicy::Passive,
+            WaitPolicy::Spins(10),
+        ] {
+            let pool = pool(4, wait);
+            for _ in 0..200 {
+                let hits: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
+                pool.region(|team| {
+                    assert_eq!(team.size, 4);
+                    hits[team.index].fetch_add(1, Ordering::Relaxed);
+                });
+                assert!(
+                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                    "{wait:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zero_threads_is_an_error() {
+        assert_eq!(
+            ThreadPool::builder().threads(0).build().unwrap_err(),
+            PoolError::ZeroThreads
+        );
+    }
+
+    #[test]
+    fn a_single_thread_pool_runs_on_the_caller() {
+        let pool = pool(1, WaitPolicy::Bounded);
+        let caller = thread::current().id();
+        pool.region(|team| {
+            assert_eq!(team, Team { index: 0, size: 1 });
+            assert_eq!(thread::current().id(), caller);
+        });
+    }
+
+    #[test]
+    fn nested_regions_run_inline_without_deadlock() {
+        let pool = pool(3, WaitPolicy::Bounded);
+        let inner_runs = AtomicUsize::new(0);
+        pool.region(|outer| {
+            assert_eq!(pool.team_size_here(), 1);
+            pool.region(|inner| {
+                assert_eq!(inner.size, 1);
+                inner_runs.fetch_add(1, Ordering::Relaxed);
+            });
+            let _ = outer;
+        });
+        assert_eq!(inner_runs.load(Ordering::Relaxed), 3);
+        assert_eq!(pool.team_size_here(), 3, "the caller leaves the region");
+    }
+
+    #[test]
+    fn a_panic_reaches_the_caller_and_the_pool_stays_usable() {
+        let pool = pool(3, WaitPolicy::Bounded);
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.region(|team| {
+                if team.index == 2 {
+                    panic!("participant 2 failed");
+                }
+            })
+        }));
+        let payload = result.unwrap_err();
+        assert_eq!(
+            payload.downcast_ref::<&str>(),
+            Some(&"participant 2 failed")
+        );
+        let count = AtomicUsize::new(0);
+        pool.region(|_| {
+            count.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn parked_workers_wake_for_the_next_region() {
+        let pool = pool(3, WaitPolicy::Passive);
+        for _ in 0..20 {
+            // Let the workers park, then fork again.
+            thread::sleep(std::time::Duration::from_millis(2));
+            let count = AtomicUsize::new(0);
+            pool.region(|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(count.load(Ordering::Relaxed), 3);
+        }
+    }
+
+    #[test]
+    fn stress_four_times_more_threads_than_cores() {
+        let cores = thread::available_parallelism().map_or(2, |n| n.get());
+        let pool = pool(4 * cores, WaitPolicy::Bounded);
+        let total = AtomicUsize::new(0);
+        for _ in 0..300 {
+            pool.region(|_| {
+                total.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        assert_eq!(total.load(Ordering::Relaxed), 300 * 4 * cores);
+    }
+
+    #[test]
+    fn regions_from_several_outside_threads_are_serialised() {
+        let pool = pool(2, WaitPolicy::Bounded);
+        let total = AtomicUsize::new(0);
+        thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..100 {
+                        pool.region(|_| {
+                            total.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 2);
+    }
+}
