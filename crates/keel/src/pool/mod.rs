@@ -321,7 +321,7 @@ impl Drop for ThreadPool {
 
 #[inline]
 fn pause(spins: u32) {
-    if spins % YIELD_EVERY == 0 {
+    if spins.is_multiple_of(YIELD_EVERY) {
         thread::yield_now();
     } else {
         std::hint::spin_loop();
