@@ -56,6 +56,20 @@ pub enum Concept {
     PuSpeed,
     /// Where each task runs now ([`crate::NO_PU`] for a task not placed yet).
     CurrentMapping,
+    /// Seconds per iteration of a loop, `[mean, sd]`, measured by the context
+    /// on the previous instance of the same loop (LB4OMP's profile; read by
+    /// the `fsc`, `fac`, `mfac`, `tap` and `bold` loop schedules).
+    IterationProfile,
+    /// One static weight per thread, proportional to its speed (`wf`'s
+    /// weights, LB4OMP's `KMP_WEIGHTS`; usually provided by the user).
+    ThreadWeights,
+    /// Two numbers per thread, `[ΣsW_i, ΣsT_i]`: iterations and seconds of
+    /// thread `i` over the previous instances of a loop, each instance
+    /// weighted by its time-step number `s` (accumulated by the context for
+    /// `awf`).
+    ThreadHistory,
+    /// Seconds of scheduling overhead per chunk, `[h]` (`fsc`, `bold`).
+    SchedulingOverhead,
 }
 
 impl Concept {
@@ -106,6 +120,10 @@ impl Concept {
             Concept::PuAvailability => "PU availability",
             Concept::PuSpeed => "PU relative speed",
             Concept::CurrentMapping => "current mapping",
+            Concept::IterationProfile => "iteration profile",
+            Concept::ThreadWeights => "thread weights",
+            Concept::ThreadHistory => "thread history",
+            Concept::SchedulingOverhead => "scheduling overhead",
         }
     }
 }
@@ -129,6 +147,10 @@ impl fmt::Display for Concept {
             Concept::PuAvailability => f.write_str("PU availability"),
             Concept::PuSpeed => f.write_str("PU relative speed"),
             Concept::CurrentMapping => f.write_str("current mapping"),
+            Concept::IterationProfile => f.write_str("iteration profile"),
+            Concept::ThreadWeights => f.write_str("thread weights"),
+            Concept::ThreadHistory => f.write_str("thread history"),
+            Concept::SchedulingOverhead => f.write_str("scheduling overhead"),
         }
     }
 }
@@ -197,5 +219,24 @@ mod tests {
         assert!(Concept::PuSpeed.is_met_by(&Concept::PuSpeed));
         assert!(!Concept::PuSpeed.is_met_by(&Concept::PuAvailability));
         assert!(!Concept::CurrentMapping.is_met_by(&Concept::TASK_LOADS));
+    }
+
+    #[test]
+    fn loop_measurement_concepts_match_only_themselves_and_are_named() {
+        let loops = [
+            (Concept::IterationProfile, "iteration profile"),
+            (Concept::ThreadWeights, "thread weights"),
+            (Concept::ThreadHistory, "thread history"),
+            (Concept::SchedulingOverhead, "scheduling overhead"),
+        ];
+        for (i, (concept, name)) in loops.iter().enumerate() {
+            assert_eq!(concept.label(), *name);
+            assert_eq!(concept.to_string(), *name);
+            for (j, (other, _)) in loops.iter().enumerate() {
+                assert_eq!(concept.is_met_by(other), i == j, "{concept} vs {other}");
+            }
+            assert!(!concept.is_met_by(&Concept::PuSpeed));
+            assert!(!Concept::PuSpeed.is_met_by(concept));
+        }
     }
 }

@@ -12,6 +12,8 @@
 
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use crate::concept::{Concept, Origin, Requirement};
 use crate::error::PolicyError;
 
@@ -63,10 +65,14 @@ pub struct Component<'a> {
     pub data: ComponentData<'a>,
 }
 
+/// Components kept inline: a context registers a handful, and a loop builds
+/// a handler per instance, which must not allocate.
+const INLINE_COMPONENTS: usize = 8;
+
 /// Registry of components that answers policies' requirements.
 #[derive(Clone, Debug, Default)]
 pub struct ContextHandler<'a> {
-    components: Vec<Component<'a>>,
+    components: SmallVec<[Component<'a>; INLINE_COMPONENTS]>,
 }
 
 impl<'a> ContextHandler<'a> {

@@ -3,14 +3,17 @@
 //! *dynamic* workload components (ARTful paper §3, steps 1 and 3).
 //!
 //! - [`pool`]: persistent workers; the caller takes part; spin-then-park.
+//! - [`loops`]: parallel loops with every schedule of `keel-policy::dls`.
 //! - [`enact`]: run every task on the PU a mapping gives it, timing each.
 //!
 //! Loops, farm and objects contexts arrive with their issues (see
 //! `docs/architecture.md`).
 
 mod enact;
+pub mod loops;
 pub mod pool;
 
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;
+pub use loops::{for_each, for_each_chunk, parallel, LoopError, LoopId, LoopSummary};
 pub use pool::{PoolBuilder, PoolError, Team, ThreadPool, WaitPolicy};

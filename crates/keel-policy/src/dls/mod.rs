@@ -9,8 +9,14 @@
 //! The protocol, per loop instance:
 //! 1. The context builds a [`Plan`] with [`LoopSchedule::plan`] from the
 //!    loop's [`LoopShape`] and the concepts its context handler provides
-//!    (profiled μ/σ, thread weights). Plans are `Copy`: starting a loop
-//!    allocates nothing.
+//!    ([`Concept::IterationProfile`](crate::Concept::IterationProfile),
+//!    [`ThreadWeights`](crate::Concept::ThreadWeights),
+//!    [`ThreadHistory`](crate::Concept::ThreadHistory),
+//!    [`SchedulingOverhead`](crate::Concept::SchedulingOverhead)); each is
+//!    optional and has a documented neutral fallback. Plans are `Copy` and
+//!    borrow per-thread inputs from the handler: starting a loop allocates
+//!    nothing. Schedules are built by name through [`registry()`] or from
+//!    `KEEL_SCHEDULE` text through [`parse_schedule`].
 //! 2. The plan's [`Claim`] tells the context how to claim chunks:
 //!    - [`Claim::Static`]: each thread walks its own blocks
 //!      ([`Plan::static_block`]); no shared state.
@@ -28,10 +34,54 @@
 //!    [`TimingBoard`] the plan reads.
 //!
 //! Units: iterations are `u64` offsets in `[0, N)`; times are `f64` seconds.
+//!
+//! | name | claim | timing | inputs (fallback) |
+//! |---|---|---|---|
+//! | `static` | static | – | – |
+//! | `ss` = `dynamic` | indexed | – | – |
+//! | `gss` = `guided`, `gss-llvm` | remaining | – | – |
+//! | `gac` (= `auto` for now) | indexed | – | – |
+//! | `tss` | indexed | – | – |
+//! | `fsc` | indexed | – | profile σ (→ `mfac2`), overhead (→ [`DEFAULT_OVERHEAD`]) |
+//! | `fac`, `mfac` | remaining | – | profile μ, σ (→ `mfac2`) |
+//! | `fac2`, `mfac2` | indexed | – | – |
+//! | `wf` | remaining | – | thread weights (→ 1) |
+//! | `tap` | remaining | – | profile μ, σ (→ `mfac2`) |
+//! | `bold` | remaining | – | profile μ, σ (→ `mfac2`), overhead (→ [`DEFAULT_OVERHEAD`]) |
+//! | `awf` | remaining | – | thread history (→ thread weights → 1) |
+//! | `awf-b`, `awf-c` | remaining | chunk | thread weights until measured (→ 1) |
+//! | `awf-d`, `awf-e` | remaining | request | thread weights until measured (→ 1) |
+//! | `af` / `maf` | remaining, sub-chunks | chunk / request | – |
+//! | `static-steal` | steal | – | – |
+//!
+//! **Fallbacks.** A schedule needing a profile (`fsc`, `fac`, `mfac`, `tap`,
+//! `bold`) plans as `mfac2` when the context has none (the first instance of
+//! a loop) or its mean is 0. Not LB4OMP's `KMP_MU`/`KMP_SIGMA` defaults
+//! (1600/30 µs): LB4OMP parses them but reads the profile file instead, and
+//! their arbitrary σ/μ ≈ 0.02 would make FAC's first batch nearly `N/P` per
+//! thread — a static schedule in disguise. mFAC2 is factoring without a
+//! profile (FAC with `x = 2`), the member Auto4OMP keeps for exactly that
+//! reason (paper §3.2, criterion C1). A missing overhead is
+//! [`DEFAULT_OVERHEAD`]; missing weights are 1. Inputs of the wrong length
+//! or with negative / non-finite numbers are typed errors, never guessed.
+//!
+//! **Context obligations** (what the rules assume of `keel::loops`):
+//! - [`Claim::Remaining`]: take the request number `c` once per request,
+//!   before the CAS loop; a failed CAS calls [`Plan::next_size`] again with
+//!   the same [`Request`] and the new remaining count. The rules are
+//!   idempotent for a repeated request (FAC's batch cache, BOLD's marker).
+//!   Sizes are at least `min(k, remaining)`; clamp them to `remaining`.
+//! - [`Timing::Chunk`]: time each sub-chunk ([`Plan::sub_chunk`]) from
+//!   after the claim to its end; [`Timing::Request`]: from the thread's
+//!   previous request, so the first sub-chunk carries the scheduling
+//!   overhead. Feed each to [`ThreadLocal::record`] and publish
+//!   [`ThreadLocal::timing`] on the board before the thread's next request.
+//! - Reset every [`ThreadLocal`] to `default()` at the start of an instance.
 
 use std::fmt;
 use std::ops::Range;
 
+use crate::concept::Requirement;
 use crate::context::ContextHandler;
 use crate::error::PolicyError;
 use crate::spec::Spec;
@@ -123,10 +173,16 @@ pub struct Request {
 /// start of each loop instance; plans read and update only their own fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ThreadLocal {
-    /// Batch index this thread last computed a size for (mFAC2, WF, AWF-B/D).
+    /// Batch index this thread last computed a size for (FAC, mFAC); BOLD
+    /// keeps `request number + 1` of the request `size` was computed for.
     pub batch: u64,
-    /// That batch's chunk size, or the last size handed out.
+    /// That batch's chunk size, or the last size handed out (0 = none yet).
     pub size: u64,
+    /// Iterations the batch recursion assumes remain at the start of
+    /// `batch` (FAC, mFAC).
+    pub remaining: u64,
+    /// The size this thread was handed at its previous request (BOLD).
+    pub previous: u64,
     /// Chunks this thread completed in this instance (AWF's κ).
     pub chunks: u64,
     /// Σ κ·Δt over its chunks (AWF-B..E).
@@ -215,11 +271,22 @@ impl TimingBoard for Vec<ThreadTiming> {
 /// its inputs through the context handler once per instance and returns a
 /// `Copy` [`Plan`].
 pub trait LoopSchedule: Send + Sync + fmt::Debug {
-    /// The canonical spec (`KEEL_SCHEDULE` syntax where one exists).
+    /// The canonical spec: rebuilds this schedule through [`registry()`].
     fn spec(&self) -> Spec;
 
-    /// The plan for one loop instance.
-    fn plan(&self, shape: &LoopShape, ctx: &ContextHandler<'_>) -> Result<Plan, PolicyError>;
+    /// The concepts the schedule reads (all optional for the built-ins: each
+    /// has a neutral fallback), so a context measures only what is used.
+    fn requirements(&self) -> &[Requirement] {
+        &[]
+    }
+
+    /// The plan for one loop instance; it may borrow per-thread inputs from
+    /// `ctx`, which must therefore outlive the instance.
+    fn plan<'a>(
+        &self,
+        shape: &LoopShape,
+        ctx: &'a ContextHandler<'_>,
+    ) -> Result<Plan<'a>, PolicyError>;
 }
 
 /// Clamps a computed size to `[min_chunk, remaining]` and to at least 1.
@@ -232,6 +299,28 @@ pub fn clamp_size(size: u64, min_chunk: u64, remaining: u64) -> u64 {
 #[inline]
 pub fn div_ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
+}
+
+/// `⌈x⌉` as a chunk size: 0 for NaN and non-positive values, saturating at
+/// `u64::MAX` (an `as` cast saturates), so a formula that degenerates never
+/// wraps around; callers then clamp to the minimum chunk.
+#[inline]
+pub(crate) fn ceil_size(x: f64) -> u64 {
+    if x > 0.0 {
+        x.ceil() as u64
+    } else {
+        0
+    }
+}
+
+/// Guarded `⌊x⌋` for the formulas LB4OMP truncates into an integer.
+#[inline]
+pub(crate) fn floor_size(x: f64) -> u64 {
+    if x > 0.0 {
+        x as u64
+    } else {
+        0
+    }
 }
 
 /// A chunk as a half-open range of iteration offsets.
@@ -294,25 +383,73 @@ pub trait Rule: Copy + fmt::Debug {
     }
 }
 
+mod af;
+mod awf_live;
+mod bold;
+mod fac;
+mod fac2;
+mod fsc;
+mod gac;
 mod guided;
+mod inputs;
+mod registry;
 mod ss;
 mod static_block;
+mod static_steal;
+mod tap;
+mod tss;
+mod wf;
 
+pub use af::{Af, AfVariant, AF_INITIAL_CHUNK, DEFAULT_DIVIDER};
+pub use awf_live::{AwfLive, AwfVariant};
+pub use bold::Bold;
+pub use fac::{Fac, FacVariant};
+pub use fac2::Fac2;
+pub use fsc::fsc_chunk;
+pub use gac::{Gac, GAC_MAX_THREADS};
 pub use guided::{Guided, GuidedRule};
+pub use inputs::{Profile, Weights, DEFAULT_OVERHEAD};
+pub use registry::{parse_schedule, registry, Schedule, ScheduleParams, AUTO4OMP_PORTFOLIO};
 pub use ss::Ss;
 pub use static_block::StaticBlock;
+pub use static_steal::{StaticSteal, STEAL_DIVISOR, STEAL_QUARTER_ABOVE};
+pub use tap::{Tap, DEFAULT_ALPHA};
+pub use tss::Tss;
+pub use wf::Weighted;
 
-/// A plan for one loop instance: one variant per schedule. `Copy`, and it
-/// borrows whatever per-thread inputs it needs from the context handler, so
-/// building one allocates nothing.
+/// A plan for one loop instance: one variant per schedule (or per family of
+/// schedules sharing their arithmetic). `Copy`, and it borrows whatever
+/// per-thread inputs it needs from the context handler, so building one
+/// allocates nothing.
 #[derive(Clone, Copy, Debug)]
-pub enum Plan {
+pub enum Plan<'a> {
     /// `static`, `static,k`.
     Static(StaticBlock),
-    /// `ss` = `dynamic[,k]`.
+    /// `ss` = `dynamic[,k]`; also `fsc` (a fixed size computed once).
     Ss(Ss),
     /// `gss` = `guided` (⌈R/P⌉) and `gss-llvm` (⌊R/2P⌋).
     Guided(Guided),
+    /// `gac`: LLVM's analytical guided.
+    Gac(Gac),
+    /// `tss`: trapezoid self-scheduling.
+    Tss(Tss),
+    /// `fac`, `mfac`: factoring with profiled μ, σ.
+    Fac(Fac),
+    /// `fac2`, `mfac2` (identical sequences), and the profile schedules'
+    /// fallback.
+    Fac2(Fac2),
+    /// `wf`, `awf`: mFAC2 batches scaled by per-thread weights.
+    Weighted(Weighted<'a>),
+    /// `tap`: tapering.
+    Tap(Tap),
+    /// `bold`: Hagerup's BOLD.
+    Bold(Bold),
+    /// `awf-b`, `awf-c`, `awf-d`, `awf-e`: weights adapted per chunk.
+    AwfLive(AwfLive<'a>),
+    /// `af`, `maf`: adaptive factoring.
+    Af(Af),
+    /// `static-steal`.
+    StaticSteal(StaticSteal),
 }
 
 macro_rules! dispatch {
@@ -321,11 +458,21 @@ macro_rules! dispatch {
             Plan::Static($rule) => $body,
             Plan::Ss($rule) => $body,
             Plan::Guided($rule) => $body,
+            Plan::Gac($rule) => $body,
+            Plan::Tss($rule) => $body,
+            Plan::Fac($rule) => $body,
+            Plan::Fac2($rule) => $body,
+            Plan::Weighted($rule) => $body,
+            Plan::Tap($rule) => $body,
+            Plan::Bold($rule) => $body,
+            Plan::AwfLive($rule) => $body,
+            Plan::Af($rule) => $body,
+            Plan::StaticSteal($rule) => $body,
         }
     };
 }
 
-impl Plan {
+impl Plan<'_> {
     /// How chunks are claimed.
     #[inline]
     pub fn claim(&self) -> Claim {

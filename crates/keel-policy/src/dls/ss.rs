@@ -18,6 +18,15 @@ impl Ss {
             k: shape.min_chunk(),
         }
     }
+
+    /// Fixed chunks of `size` (at least 1) over `iterations`: `fsc`'s chunk,
+    /// computed once per instance, is claimed exactly like dynamic's.
+    pub fn with_size(iterations: u64, size: u64) -> Self {
+        Ss {
+            n: iterations,
+            k: size.max(1),
+        }
+    }
 }
 
 impl Rule for Ss {

@@ -76,6 +76,9 @@ unsafe impl Send for Shared {}
 pub struct ThreadPool {
     shared: Arc<Shared>,
     handles: Vec<JoinHandle<()>>,
+    /// Per-participant state of the loop running in a region (one region
+    /// at a time, so one set suffices).
+    loop_slots: Box<[CachePadded<crate::loops::Slot>]>,
 }
 
 impl std::fmt::Debug for ThreadPool {
@@ -192,7 +195,11 @@ impl ThreadPool {
                 Ok(h) => handles.push(h),
                 Err(e) => {
                     // Stop the workers already started before reporting.
-                    let partial = ThreadPool { shared, handles };
+                    let partial = ThreadPool {
+                        shared,
+                        handles,
+                        loop_slots: Box::new([]),
+                    };
                     drop(partial);
                     return Err(e);
                 }
@@ -201,7 +208,16 @@ impl ThreadPool {
         let _ = shared
             .workers
             .set(handles.iter().map(|h| h.thread().clone()).collect());
-        Ok(ThreadPool { shared, handles })
+        let loop_slots = (0..threads).map(|_| CachePadded::default()).collect();
+        Ok(ThreadPool {
+            shared,
+            handles,
+            loop_slots,
+        })
+    }
+
+    pub(crate) fn loop_slots(&self) -> &[CachePadded<crate::loops::Slot>] {
+        &self.loop_slots
     }
 
     /// Number of participants of a region started from outside the pool.

@@ -1,0 +1,216 @@
+//! Claiming chunks: the loop's hot path.
+//!
+//! Every claim only has to be *unique*: two participants must never get
+//! overlapping iterations. The chunk counter and the next-iteration counter
+//! are therefore updated with `Relaxed` atomics (a fetch-add or a CAS is
+//! atomic whatever its ordering). What the body writes is made visible to
+//! the caller by the pool's join (`remaining`: Release decrement, Acquire
+//! load), not by these counters.
+//!
+//! - `Static`: each participant walks its own blocks; nothing is shared.
+//! - `Indexed`: `fetch_add(1)` on the chunk index; the plan turns the index
+//!   into bounds. Wait-free.
+//! - `Remaining`: read the next iteration `r`, ask the plan for a size,
+//!   `compare_exchange_weak(r, r + size)`; on failure retry with the value
+//!   seen. Lock-free: a failed CAS means another participant progressed.
+//! - `Steal`: each participant's home range sits behind its own mutex; the
+//!   owner takes `chunk_unit` from the front, a thief takes
+//!   `steal_amount(remaining)` from a victim's back and makes it its own
+//!   range. A participant leaves only when its range is empty and no victim
+//!   gives anything; iterations a victim keeps are run by that victim, which
+//!   cannot leave before its range is empty — so nothing is lost.
+//!
+//! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
+//! (or per sub-chunk), plus twice per participant for its start and finish.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
+
+use super::{Board, Slot};
+
+/// Counters shared by one loop instance, on the caller's stack.
+pub(crate) struct Shared {
+    /// Next chunk index (`Indexed`) or next iteration (`Remaining`).
+    next: CachePadded<AtomicU64>,
+    /// Request numbers for the factoring schedules' batch index.
+    requests: CachePadded<AtomicU64>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Self {
+        Shared {
+            next: CachePadded::new(AtomicU64::new(0)),
+            requests: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+/// Runs participant `me`'s share of the loop.
+pub(crate) fn participate(
+    me: usize,
+    plan: &Plan<'_>,
+    n: u64,
+    shared: &Shared,
+    board: &Board<'_>,
+    t0: Instant,
+    body: &(dyn Fn(u64, u64) + Sync),
+) {
+    let slot = &board.slots[me];
+    let start = t0.elapsed().as_secs_f64();
+    let mut runner = Runner {
+        me,
+        plan,
+        slot,
+        body,
+        timing: plan.timing(),
+        local: ThreadLocal::default(),
+        chunks: 0,
+        iterations: 0,
+    };
+    match plan.claim() {
+        Claim::Static => {
+            for round in 0.. {
+                let Some(chunk) = plan.static_block(me, round) else {
+                    break;
+                };
+                runner.execute(chunk, None);
+            }
+        }
+        Claim::Indexed => loop {
+            let requested = runner.stamp();
+            let index = shared.next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = plan.chunk_at(index) else {
+                break;
+            };
+            runner.execute(chunk, requested);
+        },
+        Claim::Remaining => {
+            let mut next = shared.next.load(Ordering::Relaxed);
+            while next < n {
+                // One number per request, kept across CAS retries: a retry
+                // is the same request, not a new one in a later batch.
+                let requested = runner.stamp();
+                let request = Request {
+                    thread: me,
+                    number: shared.requests.fetch_add(1, Ordering::Relaxed),
+                };
+                loop {
+                    let remaining = n - next;
+                    let size = clamp_size(
+                        plan.next_size(remaining, request, &mut runner.local, board),
+                        1,
+                        remaining,
+                    );
+                    match shared.next.compare_exchange_weak(
+                        next,
+                        next + size,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            runner.execute(next..next + size, requested);
+                            next = shared.next.load(Ordering::Relaxed);
+                            break;
+                        }
+                        Err(seen) if seen >= n => {
+                            next = seen;
+                            break;
+                        }
+                        Err(seen) => next = seen,
+                    }
+                }
+            }
+        }
+        Claim::Steal => runner.steal_loop(board),
+    }
+    let finish = t0.elapsed().as_secs_f64();
+    slot.chunks.store(runner.chunks, Ordering::Relaxed);
+    slot.iterations.store(runner.iterations, Ordering::Relaxed);
+    slot.start.store(start.to_bits(), Ordering::Relaxed);
+    slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+}
+
+struct Runner<'a, 'p> {
+    me: usize,
+    plan: &'a Plan<'p>,
+    slot: &'a Slot,
+    body: &'a (dyn Fn(u64, u64) + Sync),
+    timing: Timing,
+    local: ThreadLocal,
+    chunks: u64,
+    iterations: u64,
+}
+
+impl Runner<'_, '_> {
+    /// The request timestamp, only for plans that time whole requests.
+    #[inline]
+    fn stamp(&self) -> Option<Instant> {
+        (self.timing == Timing::Request).then(Instant::now)
+    }
+
+    #[inline]
+    fn execute(&mut self, chunk: Range<u64>, requested: Option<Instant>) {
+        let size = chunk.end - chunk.start;
+        self.chunks += 1;
+        self.iterations += size;
+        if self.timing == Timing::None {
+            (self.body)(chunk.start, chunk.end);
+            return;
+        }
+        let step = self.plan.sub_chunk(size).max(1);
+        let mut from = chunk.start;
+        let mut since = requested;
+        while from < chunk.end {
+            let to = from.saturating_add(step).min(chunk.end);
+            let began = since.take().unwrap_or_else(Instant::now);
+            (self.body)(from, to);
+            self.local.record(to - from, began.elapsed().as_secs_f64());
+            from = to;
+        }
+        self.slot.publish(self.local.timing());
+    }
+
+    fn steal_loop(&mut self, board: &Board<'_>) {
+        // Home ranges were installed by the caller before the fork, so no
+        // thief can see a range from an earlier loop.
+        let slots = board.slots;
+        let unit = self.plan.chunk_unit().max(1);
+        loop {
+            let requested = self.stamp();
+            let own = {
+                let mut range = lock(&slots[self.me].steal);
+                let take = unit.min(range.end - range.start);
+                let chunk = range.start..range.start + take;
+                range.start += take;
+                chunk
+            };
+            if !own.is_empty() {
+                self.execute(own, requested);
+                continue;
+            }
+            let p = slots.len();
+            let stolen = (1..p).map(|d| (self.me + d) % p).find_map(|victim| {
+                let mut range = lock(&slots[victim].steal);
+                let left = range.end - range.start;
+                let take = self.plan.steal_amount(left).min(left);
+                (take > 0).then(|| {
+                    range.end -= take;
+                    range.end..range.end + take
+                })
+            });
+            match stolen {
+                Some(range) => *lock(&slots[self.me].steal) = range,
+                None => break,
+            }
+        }
+    }
+}
+
+pub(crate) fn lock(m: &std::sync::Mutex<Range<u64>>) -> std::sync::MutexGuard<'_, Range<u64>> {
+    // A body panic never happens while a range lock is held.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,182 @@
+//! Per-loop records. A loop's identity defaults to its call site
+//! (`#[track_caller]`), the way LLVM keys loops by source location, so each
+//! loop keeps its own measurements across instances; the selection methods
+//! and adaptive schedules read them, and users can query them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::Location;
+use std::sync::{Mutex, OnceLock};
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_utils::CachePadded;
+use serde::Serialize;
+
+use super::Slot;
+
+/// Identity of a loop across its instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoopId {
+    /// The source location of the call that started the loop.
+    Site(&'static Location<'static>),
+    /// A name the user gave with `.id(..)`.
+    Named(&'static str),
+}
+
+impl fmt::Display for LoopId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoopId::Site(l) => write!(f, "{}:{}:{}", l.file(), l.line(), l.column()),
+            LoopId::Named(n) => f.write_str(n),
+        }
+    }
+}
+
+/// What one instance of a loop measured (times in seconds, monotonic clock).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InstanceStats {
+    /// The schedule's canonical spec.
+    pub schedule: String,
+    /// Participants.
+    pub threads: usize,
+    /// Iterations.
+    pub iterations: u64,
+    /// T_par: from the fork to the join, on the caller.
+    pub t_par: f64,
+    /// Each participant's finish time, from the fork.
+    pub finish: Vec<f64>,
+    /// Each participant's busy time: from its start to its finish.
+    pub busy: Vec<f64>,
+    /// Chunks each participant executed.
+    pub chunks: Vec<u64>,
+    /// Iterations each participant executed.
+    pub thread_iterations: Vec<u64>,
+    /// LIB = (1 − mean/max)·100 over the finish times (DESIGN.md Conventions).
+    pub lib_percent: f64,
+}
+
+impl InstanceStats {
+    /// Total chunks.
+    pub fn total_chunks(&self) -> u64 {
+        self.chunks.iter().sum()
+    }
+}
+
+/// Everything kept about one loop.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LoopRecord {
+    /// Instances run so far.
+    pub instances: u64,
+    /// The latest instance.
+    pub last: InstanceStats,
+    /// Mean and standard deviation of the time per iteration measured on the
+    /// latest instance, for schedules that need a profile (FSC, FAC, TAP,
+    /// BOLD): the mean is busy time over iterations; the deviation is that of
+    /// the participants' own per-iteration means (an estimate: Keel does not
+    /// time single iterations).
+    pub profile: Option<(f64, f64)>,
+    /// AWF's time-step-weighted history, two entries per participant:
+    /// Σ s·W_i (iterations) and Σ s·T_i (seconds) over instances s = 1, 2, ….
+    pub history: Vec<f64>,
+}
+
+impl LoopRecord {
+    /// Stores what the participants' `slots` measured in an instance that
+    /// took `t_par`, reusing the record's buffers (no allocation once warm).
+    pub(crate) fn store(
+        &mut self,
+        schedule: &str,
+        iterations: u64,
+        slots: &[CachePadded<Slot>],
+        t_par: f64,
+    ) {
+        let f64_of =
+            |word: &std::sync::atomic::AtomicU64| f64::from_bits(word.load(Ordering::Relaxed));
+        self.instances += 1;
+        let last = &mut self.last;
+        last.schedule.clear();
+        last.schedule.push_str(schedule);
+        last.threads = slots.len();
+        last.iterations = iterations;
+        last.t_par = t_par;
+        last.finish.clear();
+        last.finish.extend(slots.iter().map(|s| f64_of(&s.finish)));
+        last.busy.clear();
+        last.busy
+            .extend(slots.iter().map(|s| f64_of(&s.finish) - f64_of(&s.start)));
+        last.chunks.clear();
+        last.chunks
+            .extend(slots.iter().map(|s| s.chunks.load(Ordering::Relaxed)));
+        last.thread_iterations.clear();
+        last.thread_iterations
+            .extend(slots.iter().map(|s| s.iterations.load(Ordering::Relaxed)));
+        last.lib_percent = keel_policy::metrics::lib_percent(&last.finish);
+
+        // Profile for the next instance: time per iteration, and the spread
+        // of the participants' own per-iteration means.
+        let per_thread = || {
+            last.busy
+                .iter()
+                .zip(&last.thread_iterations)
+                .filter(|(_, &n)| n > 0)
+                .map(|(&b, &n)| b / n as f64)
+        };
+        self.profile = (iterations > 0).then(|| {
+            let mean = last.busy.iter().sum::<f64>() / iterations as f64;
+            let count = per_thread().count() as f64;
+            let avg = per_thread().sum::<f64>() / count.max(1.0);
+            let var =
+                per_thread().map(|x| (x - avg) * (x - avg)).sum::<f64>() / (count - 1.0).max(1.0);
+            (mean, var.sqrt())
+        });
+
+        // AWF: time-step-weighted work and time per participant.
+        if self.history.len() != 2 * slots.len() {
+            self.history.clear();
+            self.history.resize(2 * slots.len(), 0.0);
+        }
+        let step = self.instances as f64;
+        for (i, (&work, &time)) in last.thread_iterations.iter().zip(&last.busy).enumerate() {
+            self.history[2 * i] += step * work as f64;
+            self.history[2 * i + 1] += step * time;
+        }
+    }
+}
+
+type Records = Mutex<HashMap<LoopId, LoopRecord>>;
+
+fn records() -> &'static Records {
+    static RECORDS: OnceLock<Records> = OnceLock::new();
+    RECORDS.get_or_init(Default::default)
+}
+
+/// Runs `f` on the record of `id`, creating it on first use.
+pub(crate) fn with_record<R>(id: LoopId, f: impl FnOnce(&mut LoopRecord) -> R) -> R {
+    let mut map = records().lock().unwrap_or_else(|e| e.into_inner());
+    f(map.entry(id).or_default())
+}
+
+/// A copy of the record of loop `id`, if it has run.
+pub fn record(id: LoopId) -> Option<LoopRecord> {
+    records()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&id)
+        .cloned()
+}
+
+/// Copies of every loop's record, in no particular order.
+pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
+    records()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(id, r)| (*id, r.clone()))
+        .collect()
+}
+
+/// Forgets every record (tests, or a program starting a new phase).
+pub fn clear_records() {
+    records().lock().unwrap_or_else(|e| e.into_inner()).clear();
+}

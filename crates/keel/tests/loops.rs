@@ -1,0 +1,294 @@
+//! The loop context's contract: every iteration exactly once under every
+//! schedule, adaptive schedules shift work off a slow worker, panics reach
+//! the caller, nesting and oversubscription neither deadlock nor lose work.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use keel::loops::{record, LoopError, LoopId};
+use keel::{ThreadPool, WaitPolicy};
+use proptest::prelude::*;
+
+/// Every schedule name of DESIGN.md's list that needs no user input.
+const SCHEDULES: &[&str] = &[
+    "static",
+    "ss",
+    "dynamic",
+    "gss",
+    "guided",
+    "gss-llvm",
+    "gac",
+    "tss",
+    "fsc",
+    "fac",
+    "mfac",
+    "fac2",
+    "mfac2",
+    "wf",
+    "tap",
+    "bold",
+    "awf",
+    "awf-b",
+    "awf-c",
+    "awf-d",
+    "awf-e",
+    "af",
+    "maf",
+    "static-steal",
+    "auto",
+];
+
+fn pool(threads: usize) -> ThreadPool {
+    ThreadPool::builder()
+        .threads(threads)
+        .wait_policy(WaitPolicy::Spins(1000))
+        .build()
+        .unwrap()
+}
+
+fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u64>) {
+    let hits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    let mut lp = pool
+        .parallel(0..n)
+        .schedule(schedule.to_string())
+        .id("exactly-once");
+    if let Some(k) = chunk {
+        lp = lp.chunk(k);
+    }
+    let summary = lp
+        .for_each(|i| {
+            hits[i as usize].fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap_or_else(|e| panic!("{schedule}: {e}"));
+    let bad: Vec<u64> = (0..n)
+        .filter(|&i| hits[i as usize].load(Ordering::Relaxed) != 1)
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{schedule} N={n} k={chunk:?} P={}: {:?}",
+        pool.threads(),
+        &bad[..bad.len().min(10)]
+    );
+    assert_eq!(summary.iterations, n);
+}
+
+#[test]
+fn every_schedule_runs_every_iteration_once_on_edge_cases() {
+    for threads in [1, 2, 3] {
+        let pool = pool(threads);
+        for schedule in SCHEDULES {
+            for (n, chunk) in [
+                (0, None),
+                (1, None),
+                (2, None),
+                (5, Some(1)),
+                (7, Some(100)),
+                (1000, None),
+                (1000, Some(7)),
+            ] {
+                check_exactly_once(&pool, schedule, n, chunk);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_shapes_run_every_iteration_once(
+        schedule in prop::sample::select(SCHEDULES),
+        n in 0u64..3000,
+        threads in 1usize..6,
+        chunk in prop::option::of(1u64..64),
+    ) {
+        let pool = pool(threads);
+        check_exactly_once(&pool, schedule, n, chunk);
+    }
+}
+
+#[test]
+fn ranges_near_the_type_limits() {
+    let pool = pool(2);
+    let seen = AtomicUsize::new(0);
+    pool.parallel(u64::MAX - 100..u64::MAX)
+        .schedule("dynamic,7")
+        .for_each(|i| {
+            assert!(i >= u64::MAX - 100);
+            seen.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+    assert_eq!(seen.swap(0, Ordering::Relaxed), 100);
+    pool.parallel(i64::MIN..i64::MIN + 50)
+        .schedule("guided")
+        .for_each(|i| {
+            assert!(i < i64::MIN + 50);
+            seen.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+    assert_eq!(seen.swap(0, Ordering::Relaxed), 50);
+    pool.parallel(-3i8..4)
+        .schedule("static-steal")
+        .for_each_chunk(|r| {
+            seen.fetch_add(r.len(), Ordering::Relaxed);
+        })
+        .unwrap();
+    assert_eq!(seen.load(Ordering::Relaxed), 7);
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_runs_nothing() {
+    let pool = pool(2);
+    let ran = AtomicUsize::new(0);
+    let body = |_: u32| {
+        ran.fetch_add(1, Ordering::Relaxed);
+    };
+    #[allow(clippy::reversed_empty_ranges)]
+    let inverted = pool.parallel(5u32..3).for_each(body);
+    assert!(matches!(inverted, Err(LoopError::InvertedRange { .. })));
+    let err = pool
+        .parallel(0u32..10)
+        .schedule("bogus")
+        .for_each(body)
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("bogus") && message.contains("guided"),
+        "{message}"
+    );
+    let err = pool
+        .parallel(0u32..10)
+        .schedule("dynamic")
+        .chunk(0)
+        .for_each(body)
+        .unwrap_err();
+    assert!(err.to_string().contains("chunk"), "{err}");
+    assert!(pool
+        .parallel(0u32..10)
+        .schedule("dynamic,0")
+        .for_each(body)
+        .is_err());
+    assert!(pool
+        .parallel(0u32..10)
+        .schedule("dynamic,x")
+        .for_each(body)
+        .is_err());
+    assert_eq!(ran.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_panic_in_the_body_reaches_the_caller_and_the_pool_stays_usable() {
+    let pool = pool(3);
+    for schedule in ["static", "dynamic", "guided", "static-steal", "af"] {
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.parallel(0..100u32).schedule(schedule).for_each(|i| {
+                if i == 42 {
+                    panic!("iteration 42");
+                }
+            })
+        }));
+        let payload = result.expect_err(schedule);
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"iteration 42"));
+        check_exactly_once(&pool, schedule, 500, None);
+    }
+}
+
+#[test]
+fn a_loop_inside_a_loop_runs_inline_and_completes() {
+    let pool = pool(3);
+    let total = AtomicUsize::new(0);
+    pool.parallel(0..6u32)
+        .schedule("dynamic")
+        .for_each(|_| {
+            pool.parallel(0..10u32)
+                .schedule("guided")
+                .for_each(|_| {
+                    total.fetch_add(1, Ordering::Relaxed);
+                })
+                .unwrap();
+        })
+        .unwrap();
+    assert_eq!(total.load(Ordering::Relaxed), 60);
+}
+
+#[test]
+fn stress_with_four_times_more_threads_than_cores() {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let pool = ThreadPool::builder().threads(4 * cores).build().unwrap();
+    for schedule in [
+        "static",
+        "dynamic,3",
+        "guided",
+        "static-steal",
+        "awf-c",
+        "maf",
+    ] {
+        for _ in 0..20 {
+            check_exactly_once(&pool, schedule, 777, None);
+        }
+    }
+}
+
+#[test]
+fn each_call_site_keeps_its_own_record() {
+    let pool = pool(2);
+    let a = pool.parallel(0..10u32).for_each(|_| {}).unwrap();
+    let b = pool.parallel(0..20u32).for_each(|_| {}).unwrap();
+    assert_ne!(a.id, b.id);
+    assert_eq!(record(a.id).unwrap().last.iterations, 10);
+    assert_eq!(record(b.id).unwrap().last.iterations, 20);
+    let named = pool.parallel(0..5u32).id("named").for_each(|_| {}).unwrap();
+    assert_eq!(named.id, LoopId::Named("named"));
+    let rec = record(LoopId::Named("named")).unwrap();
+    assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 5);
+    assert_eq!(rec.last.finish.len(), 2);
+}
+
+/// Iterations run by the slowed participant (the worker thread
+/// `keel-worker-1` sleeps in each of its iterations).
+fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static str) -> u64 {
+    let n = 400u64;
+    for _ in 0..3 {
+        // Several instances: AWF adapts between instances.
+        pool.parallel(0..n)
+            .schedule(schedule.to_string())
+            .id(id)
+            .for_each(|_| {
+                if std::thread::current().name() == Some("keel-worker-1") {
+                    std::thread::sleep(Duration::from_micros(200));
+                } else {
+                    let until = Instant::now() + Duration::from_micros(20);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+            .unwrap();
+    }
+    record(LoopId::Named(id)).unwrap().last.thread_iterations[1]
+}
+
+#[test]
+fn adaptive_schedules_give_a_slowed_worker_less_than_static() {
+    let pool = pool(2);
+    let fixed = iterations_of_slowed_worker(&pool, "static", "slow-static");
+    assert_eq!(fixed, 200);
+    for (schedule, id) in [
+        ("awf", "slow-awf"),
+        ("awf-b", "slow-awf-b"),
+        ("awf-c", "slow-awf-c"),
+        ("awf-d", "slow-awf-d"),
+        ("awf-e", "slow-awf-e"),
+        ("af", "slow-af"),
+        ("maf", "slow-maf"),
+        ("static-steal", "slow-static-steal"),
+        ("bold", "slow-bold"),
+    ] {
+        let slowed = iterations_of_slowed_worker(&pool, schedule, id);
+        assert!(
+            slowed < fixed,
+            "{schedule}: slowed worker ran {slowed} of 400 (static: {fixed})"
+        );
+    }
+}
