@@ -90,17 +90,21 @@ pub struct LoopSummary {
 /// Per-participant state shared during a loop: what the participant
 /// publishes for adaptive schedules, its steal range, its measurements.
 /// One per pool thread, created with the pool, reused by every loop.
+///
+/// Field order matters: the end-of-loop stats and the published timing share
+/// the first cache line, so a loop moves one line per participant from the
+/// worker to the caller; the steal range sits after them.
 #[derive(Debug, Default)]
 pub struct Slot {
+    chunks: AtomicU64,
+    iterations: AtomicU64,
+    start: AtomicU64,
+    finish: AtomicU64,
     /// Published [`ThreadTiming`] as f64 bits: π, μ, σ.
     timing: [AtomicU64; 3],
     /// Remaining home range for `static-steal` (owner takes from the front,
     /// thieves from the back).
     steal: Mutex<Range<u64>>,
-    chunks: AtomicU64,
-    iterations: AtomicU64,
-    start: AtomicU64,
-    finish: AtomicU64,
 }
 
 impl Slot {
@@ -112,12 +116,10 @@ impl Slot {
         self.timing[2].store(timing.sd.to_bits(), Ordering::Relaxed);
     }
 
-    fn reset(&self) {
+    fn clear_timing(&self) {
         for word in &self.timing {
             word.store(0, Ordering::Relaxed);
         }
-        self.chunks.store(0, Ordering::Relaxed);
-        self.iterations.store(0, Ordering::Relaxed);
     }
 }
 
@@ -245,7 +247,8 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             None => (env_schedule()?, "KEEL_SCHEDULE"),
         };
         let schedule_error = |error| LoopError::Schedule { source_name, error };
-        let (schedule, spec_chunk) = cached_schedule(self.id, text).map_err(schedule_error)?;
+        let (schedule, spec_chunk, canonical) =
+            cached_schedule(self.id, text).map_err(schedule_error)?;
         let threads = pool.team_size_here();
         let shape = LoopShape::new(iterations, threads, self.chunk.or(spec_chunk))
             .map_err(schedule_error)?;
@@ -271,12 +274,17 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             nested = [CachePadded::new(Slot::default())];
             &nested
         };
-        for (i, slot) in slots.iter().enumerate() {
-            slot.reset();
-            *claim::lock(&slot.steal) = match plan.claim() {
-                dls::Claim::Steal => plan.home_range(i),
-                _ => 0..0,
-            };
+        // The caller touches the participants' slots only where the plan
+        // needs it: each write here moves a cache line to this core and back.
+        // The end-of-loop stats need no reset: every participant overwrites
+        // its own.
+        if plan.timing() != dls::Timing::None {
+            slots.iter().for_each(|slot| slot.clear_timing());
+        }
+        if plan.claim() == dls::Claim::Steal {
+            for (i, slot) in slots.iter().enumerate() {
+                *claim::lock(&slot.steal) = plan.home_range(i);
+            }
         }
         let board = Board { slots };
         let shared = claim::Shared::new();
@@ -287,7 +295,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let t_par = t0.elapsed().as_secs_f64();
 
         let summary = record::with_record(self.id, |r| {
-            r.store(&schedule.spec().to_string(), iterations, slots, t_par);
+            r.store(&canonical, iterations, slots, t_par);
             LoopSummary {
                 id: self.id,
                 threads,
@@ -315,7 +323,8 @@ fn env_schedule() -> Result<&'static str, LoopError> {
         .as_str())
 }
 
-type Parsed = (Arc<dyn LoopSchedule>, Option<u64>);
+/// A parsed schedule, its spec's chunk, and its canonical spec text.
+type Parsed = (Arc<dyn LoopSchedule>, Option<u64>, Arc<str>);
 
 /// Parses each distinct schedule text once per loop and reuses the policy
 /// object, so a loop's later instances neither parse nor allocate.
@@ -330,7 +339,8 @@ fn cached_schedule(id: LoopId, text: &str) -> Result<Parsed, PolicyError> {
         }
     }
     let (schedule, chunk) = dls::parse_schedule(text)?;
-    let parsed: Parsed = (Arc::from(schedule), chunk);
+    let canonical: Arc<str> = Arc::from(schedule.spec().to_string());
+    let parsed: Parsed = (Arc::from(schedule), chunk, canonical);
     cache.insert(id, (text.to_string(), parsed.clone()));
     Ok(parsed)
 }
