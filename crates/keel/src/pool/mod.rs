@@ -23,6 +23,15 @@ pub const DEFAULT_SPINS: u32 = 1 << 16;
 /// A spinning thread yields its core every this many spins, so that spinning
 /// stays harmless when threads outnumber cores.
 const YIELD_EVERY: u32 = 1 << 8;
+/// `state` holds the epoch in its high bits and the number of parked
+/// workers in its low bits, so that "announce I sleep unless the epoch
+/// moved" and "publish a new epoch and learn who sleeps" are operations on
+/// one word (README: Wait).
+const EPOCH_ONE: u64 = 1 << 20;
+const SLEEPERS: u64 = EPOCH_ONE - 1;
+/// `join` holds twice the number of workers still running, plus this bit
+/// while the caller sleeps (README: Join).
+const CALLER_SLEEPS: usize = 1;
 
 /// A region's closure, type-erased. Called with the participant index.
 type Job<'a> = dyn Fn(usize) + Sync + 'a;
@@ -47,15 +56,15 @@ struct Shared {
     id: usize,
     threads: usize,
     spins: u32,
-    epoch: CachePadded<AtomicU64>,
-    remaining: CachePadded<AtomicUsize>,
+    /// Epoch and parked-worker count (see [`EPOCH_ONE`]).
+    state: CachePadded<AtomicU64>,
+    /// Running workers × 2, plus [`CALLER_SLEEPS`].
+    join: CachePadded<AtomicUsize>,
     /// The current region's job; written by the caller under `region` before
-    /// `epoch` publishes it, read by workers after they see the new epoch.
+    /// a new epoch publishes it, read by workers after they see that epoch.
     job: UnsafeCell<Option<*const Job<'static>>>,
     /// The current region's caller, to wake it at the join.
     caller: UnsafeCell<Option<Thread>>,
-    caller_sleeping: CachePadded<AtomicBool>,
-    sleeping: Box<[CachePadded<AtomicBool>]>,
     workers: OnceLock<Vec<Thread>>,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     shutdown: AtomicBool,
@@ -63,10 +72,10 @@ struct Shared {
 }
 
 // SAFETY: `job` and `caller` are written only by the thread holding `region`
-// before it publishes them with a SeqCst increment of `epoch`, and read only
-// by workers after they observe that increment, until `remaining` reaches 0,
-// which the writer waits for before writing again. Everything else is
-// atomic or behind a mutex.
+// before it publishes them with the epoch increment (AcqRel), and read only
+// by workers after they observe that epoch (Acquire) and before they
+// decrement `join`, which the writer waits to see at zero before writing
+// again. Everything else is atomic or behind a mutex.
 unsafe impl Sync for Shared {}
 // SAFETY: the raw job pointer is only dereferenced during the region that
 // owns it (see above); the rest is Send.
@@ -158,14 +167,10 @@ impl ThreadPool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             threads,
             spins,
-            epoch: CachePadded::new(AtomicU64::new(0)),
-            remaining: CachePadded::new(AtomicUsize::new(0)),
+            state: CachePadded::new(AtomicU64::new(0)),
+            join: CachePadded::new(AtomicUsize::new(0)),
             job: UnsafeCell::new(None),
             caller: UnsafeCell::new(None),
-            caller_sleeping: CachePadded::new(AtomicBool::new(false)),
-            sleeping: (0..threads)
-                .map(|_| CachePadded::new(AtomicBool::new(false)))
-                .collect(),
             workers: OnceLock::new(),
             panic: Mutex::new(None),
             shutdown: AtomicBool::new(false),
@@ -263,7 +268,7 @@ impl ThreadPool {
         };
         let job_ref: &Job<'_> = &job;
         // SAFETY: the lifetime is erased only to store the pointer in the
-        // pool; this function does not return before `remaining` reaches 0,
+        // pool; this function does not return before `join` reaches 0,
         // after which no worker dereferences it (README: Join).
         let job_ptr: *const Job<'static> =
             unsafe { std::mem::transmute::<&Job<'_>, &Job<'static>>(job_ref) };
@@ -273,14 +278,14 @@ impl ThreadPool {
             *shared.job.get() = Some(job_ptr);
             *shared.caller.get() = Some(thread::current());
         }
-        shared.remaining.store(size - 1, Ordering::Relaxed);
-        shared.caller_sleeping.store(false, Ordering::Relaxed);
-        // Publishes job, caller and remaining (SeqCst: pairs with the
-        // workers' SeqCst re-read before parking).
-        shared.epoch.fetch_add(1, Ordering::SeqCst);
-        if let Some(workers) = shared.workers.get() {
-            for (i, worker) in workers.iter().enumerate() {
-                if shared.sleeping[i + 1].load(Ordering::SeqCst) {
+        shared.join.store(2 * (size - 1), Ordering::Relaxed);
+        // Publishes job, caller and join (Release), and tells whether any
+        // worker announced sleep before this epoch: one word, so a worker
+        // either saw this epoch or is counted here (README: Wait).
+        let before = shared.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
+        if before & SLEEPERS != 0 {
+            if let Some(workers) = shared.workers.get() {
+                for worker in workers {
                     worker.unpark();
                 }
             }
@@ -305,27 +310,40 @@ impl ThreadPool {
     fn wait_for_workers(&self) {
         let shared = &*self.shared;
         let mut spins = 0u32;
-        // Acquire: makes every worker's writes in the region visible.
-        while shared.remaining.load(Ordering::Acquire) != 0 {
+        loop {
+            // Acquire: makes every worker's writes in the region visible.
+            let join = shared.join.load(Ordering::Acquire);
+            if join / 2 == 0 {
+                return;
+            }
             if spins < shared.spins {
                 spins += 1;
                 pause(spins);
                 continue;
             }
-            shared.caller_sleeping.store(true, Ordering::SeqCst);
-            if shared.remaining.load(Ordering::SeqCst) == 0 {
-                break;
+            // Set the sleep bit only if no worker finished meanwhile; the
+            // worker that takes `join` to zero sees the bit and wakes us.
+            let asleep = join & CALLER_SLEEPS != 0
+                || shared
+                    .join
+                    .compare_exchange(
+                        join,
+                        join | CALLER_SLEEPS,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok();
+            if asleep {
+                thread::park();
             }
-            thread::park();
         }
-        shared.caller_sleeping.store(false, Ordering::Relaxed);
     }
 }
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        self.shared.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
         for handle in &self.handles {
             handle.thread().unpark();
         }
@@ -348,46 +366,50 @@ fn worker_main(shared: &Shared, index: usize) {
     IN_POOL.with(|p| p.set(shared.id));
     let mut seen = 0u64;
     loop {
-        seen = wait_for_epoch(shared, index, seen);
+        seen = wait_for_epoch(shared, seen);
         if shared.shutdown.load(Ordering::SeqCst) {
             return;
         }
         // SAFETY: the new epoch published `job` (README: Fork); the caller
-        // keeps the closure alive until we decrement `remaining` below.
+        // keeps the closure alive until we decrement `join` below.
         let job = unsafe { (*shared.job.get()).expect("a published region has a job") };
         // SAFETY: as above; `job` points to the caller's live closure.
         unsafe { (*job)(index) };
-        // SeqCst: pairs with the caller's SeqCst re-read before parking.
-        if shared.remaining.fetch_sub(1, Ordering::SeqCst) == 1
-            && shared.caller_sleeping.load(Ordering::SeqCst)
-        {
-            // SAFETY: `caller` was written before the epoch we observed and
-            // is not rewritten until the caller sees `remaining == 0`.
-            if let Some(caller) = unsafe { (*shared.caller.get()).as_ref() } {
+        // Clone the caller's handle before the decrement: once `join` is
+        // zero the caller may return and start a region that replaces it.
+        // SAFETY: `caller` was written before the epoch we observed and is
+        // not rewritten before our decrement below.
+        let caller = unsafe { (*shared.caller.get()).clone() };
+        if shared.join.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
+            if let Some(caller) = caller {
                 caller.unpark();
             }
         }
     }
 }
 
-fn wait_for_epoch(shared: &Shared, index: usize, seen: u64) -> u64 {
+fn wait_for_epoch(shared: &Shared, seen: u64) -> u64 {
     let mut spins = 0u32;
     loop {
-        let epoch = shared.epoch.load(Ordering::Acquire);
-        if epoch != seen {
-            return epoch;
+        let state = shared.state.load(Ordering::Acquire);
+        if state / EPOCH_ONE != seen {
+            return state / EPOCH_ONE;
         }
         if spins < shared.spins {
             spins += 1;
             pause(spins);
             continue;
         }
-        shared.sleeping[index].store(true, Ordering::SeqCst);
-        let epoch = shared.epoch.load(Ordering::SeqCst);
-        if epoch == seen {
+        // Announce sleep only if the epoch has not moved: the caller's
+        // epoch increment on the same word then sees us and unparks.
+        if shared
+            .state
+            .compare_exchange(state, state + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
             thread::park();
+            shared.state.fetch_sub(1, Ordering::AcqRel);
         }
-        shared.sleeping[index].store(false, Ordering::Relaxed);
     }
 }
 
