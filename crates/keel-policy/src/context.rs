@@ -70,6 +70,10 @@ pub struct Component<'a> {
 const INLINE_COMPONENTS: usize = 8;
 
 /// Registry of components that answers policies' requirements.
+///
+/// Components are stored inline (no allocation for up to 8), so a handler
+/// keeps borrowing its components' data until it is dropped; drop it (or
+/// end its scope) before mutating what it borrowed.
 #[derive(Clone, Debug, Default)]
 pub struct ContextHandler<'a> {
     components: SmallVec<[Component<'a>; INLINE_COMPONENTS]>,

@@ -125,6 +125,7 @@ mod tests {
         let ctx = problem.context();
         assert_eq!(ctx.components().len(), 2);
         assert!(ctx.placement("test").unwrap().is_none());
+        drop(ctx);
 
         problem.pu_speeds = Some(vec![1.0, 2.0]);
         problem.pu_available = Some(vec![true, false]);
