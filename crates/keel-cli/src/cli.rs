@@ -22,6 +22,8 @@ pub enum Command {
     Policies,
     /// Compare every mapping policy on built-in workloads.
     Demo(DemoArgs),
+    /// Benchmarks that run real loops on Keel's thread pool.
+    Bench(BenchArgs),
 }
 
 /// `keel map`.
@@ -65,4 +67,48 @@ pub struct DemoArgs {
     /// Run only these sections (default: all), e.g. `lb-test hotspot`.
     #[arg(value_name = "SECTION")]
     pub sections: Vec<String>,
+}
+
+/// `keel bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Which benchmark.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Run the loop workloads (Mandelbrot, LavaMD-like) with every loop
+    /// schedule on the global pool; compare with the ideal T_serial / P.
+    Loops(BenchLoopsArgs),
+}
+
+/// `keel bench loops`.
+#[derive(Debug, Args)]
+pub struct BenchLoopsArgs {
+    /// A loop schedule in KEEL_SCHEDULE syntax (`static`, `dynamic,4`,
+    /// `awf-b`, …); repeat for one row each (default: every schedule).
+    #[arg(short, long = "schedule", value_name = "SPEC")]
+    pub schedules: Vec<String>,
+
+    /// A loop workload spec, e.g. `mandelbrot:width=512,max-iter=2000` or
+    /// `lavamd:boxes1d=11,gamma=0.2`; repeat for several (default: both
+    /// with their defaults).
+    #[arg(short, long = "workload", value_name = "SPEC")]
+    pub workloads: Vec<String>,
+
+    /// Instances per schedule (and sequential runs); medians are shown.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub reps: usize,
+
+    /// The chunk parameter for every schedule (exact for static,k and
+    /// dynamic,k, a minimum for the others).
+    #[arg(long, value_name = "K")]
+    pub chunk: Option<u64>,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -6,6 +6,7 @@
 //! stderr; output goes through one buffered writer so that a closed pipe
 //! (`keel demo | head`) ends the program quietly instead of panicking.
 
+mod bench;
 mod cli;
 mod demo;
 mod error;
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{BenchCommand, Cli, Command};
 use crate::error::CliError;
 
 /// Exit status for every failure, as clap uses for usage errors.
@@ -56,5 +57,8 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Map(args) => map::run(&args, out),
         Command::Policies => policies::run(out),
         Command::Demo(args) => demo::run(&args.sections, out),
+        Command::Bench(args) => match args.command {
+            BenchCommand::Loops(args) => bench::run_loops(&args, out),
+        },
     }
 }

@@ -43,13 +43,13 @@ fn json_of(args: &[&str]) -> serde_json::Value {
 fn demo_prints_every_section_and_policy() {
     let assert = keel().arg("demo").assert().success();
     let out = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
-    for section in ["lb-test", "lb-test-drift", "leanmd", "hotspot"] {
+    for section in ["lb-test", "lb-test-drift", "leanmd", "hotspot", "loops"] {
         assert!(
             out.contains(&format!("== {section}: ")),
             "{section} missing:\n{out}"
         );
     }
-    assert_eq!(out.matches("Look for: ").count(), 4);
+    assert_eq!(out.matches("Look for: ").count(), 5);
     for policy in [
         "block",
         "round-robin",
@@ -78,7 +78,7 @@ fn demo_runs_chosen_sections_and_rejects_unknown_ones() {
         .stdout(predicate::str::contains("== leanmd: ").not());
     let err = fails(&["demo", "nope"]);
     assert!(
-        err.contains("valid sections: lb-test, lb-test-drift, leanmd, hotspot"),
+        err.contains("valid sections: lb-test, lb-test-drift, leanmd, hotspot, loops"),
         "{err}"
     );
 }

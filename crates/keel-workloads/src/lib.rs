@@ -23,6 +23,7 @@
 
 mod error;
 pub mod generate;
+pub mod loops;
 mod problem;
 pub mod trace;
 

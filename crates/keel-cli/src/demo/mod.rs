@@ -4,6 +4,7 @@
 //! tables. Later features add their sections to [`sections`]; `keel demo
 //! NAME...` runs a subset. Every number printed is computed on the spot.
 
+mod loops;
 mod mapping;
 
 use std::io::Write;
@@ -26,7 +27,9 @@ pub struct Section {
 
 /// Every section, in the order the demo prints them.
 pub fn sections() -> Vec<Section> {
-    mapping::sections()
+    let mut all = mapping::sections();
+    all.extend(loops::sections());
+    all
 }
 
 /// Runs the named sections, or all of them when `names` is empty.

@@ -1,0 +1,337 @@
+//! `keel bench loops`: the loop workloads of `keel-workloads` run with every
+//! loop schedule on the global pool, against their own sequential time.
+//!
+//! For each workload the body is first run sequentially (`T_serial`, the
+//! median of `reps` runs); then each schedule runs `reps` instances of the
+//! same loop, and the row shows the median `T_par`, its ratio to the ideal
+//! `T_serial / P` (1.00 is perfect; Keel's `P` is the global pool's, from
+//! `KEEL_NUM_THREADS` or the cores), the LIB of the last instance from the
+//! loop's record, and the chunks it ran. A schedule that does not parse or
+//! fails is a row with its error; the others still run.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::time::Instant;
+
+use keel_workloads::loops::{loop_workload, LoopWorkload};
+use serde::Serialize;
+
+use crate::cli::BenchLoopsArgs;
+use crate::error::CliError;
+use crate::report;
+
+/// Every loop schedule name of DESIGN.md (Conventions), in its order, with
+/// the OpenMP names `dynamic` and `guided` for `ss` and `gss`.
+pub const SCHEDULES: [&str; 29] = [
+    "static",
+    "dynamic",
+    "guided",
+    "gss-llvm",
+    "gac",
+    "tss",
+    "fsc",
+    "fac",
+    "mfac",
+    "fac2",
+    "mfac2",
+    "wf",
+    "tap",
+    "bold",
+    "awf",
+    "awf-b",
+    "awf-c",
+    "awf-d",
+    "awf-e",
+    "af",
+    "maf",
+    "static-steal",
+    "binlpt",
+    "greedy",
+    "auto",
+    "auto,keel",
+    "auto,expert",
+    "auto,exhaustive",
+    "auto,random",
+];
+
+/// The workloads `keel bench loops` runs by default.
+pub const WORKLOADS: [&str; 2] = ["mandelbrot", "lavamd"];
+
+/// One schedule on one workload.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The schedule text given to the loop.
+    pub schedule: String,
+    /// Median T_par over the instances, seconds.
+    pub t_par: Option<f64>,
+    /// Fastest and slowest instance, seconds.
+    pub t_par_range: Option<(f64, f64)>,
+    /// Median T_par / (T_serial / P).
+    pub ratio_to_ideal: Option<f64>,
+    /// LIB of the last instance, percent, from the loop record.
+    pub lib_percent: Option<f64>,
+    /// Chunks of the last instance, from the loop record.
+    pub chunks: Option<u64>,
+    /// Why the schedule did not run.
+    pub error: Option<String>,
+}
+
+/// Every schedule on one workload.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadResult {
+    /// The workload's full spec.
+    pub spec: String,
+    /// Iterations of the loop.
+    pub iterations: usize,
+    /// Total work, in `unit`s.
+    pub total_work: u64,
+    /// The unit of work.
+    pub unit: String,
+    /// Median sequential time of the body, seconds.
+    pub t_serial: f64,
+    /// T_serial / P, seconds.
+    pub ideal: f64,
+    /// One row per schedule.
+    pub rows: Vec<Row>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Threads of the global pool.
+    pub threads: usize,
+    /// Instances per schedule (and sequential runs).
+    pub reps: usize,
+    /// The chunk parameter given to every schedule, if any.
+    pub chunk: Option<u64>,
+    /// One result per workload.
+    pub workloads: Vec<WorkloadResult>,
+}
+
+/// Sequential time of the whole loop: the median of `reps` runs.
+pub fn serial_time(w: &dyn LoopWorkload, reps: usize) -> f64 {
+    let mut times: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            for i in 0..w.iterations() {
+                black_box(w.run(i));
+            }
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(&mut times)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Runs `schedule` for `reps` instances of `w`'s loop on the global pool.
+pub fn run_schedule(
+    w: &dyn LoopWorkload,
+    schedule: &str,
+    chunk: Option<u64>,
+    reps: usize,
+    ideal: f64,
+) -> Row {
+    let mut row = Row {
+        schedule: schedule.to_string(),
+        t_par: None,
+        t_par_range: None,
+        ratio_to_ideal: None,
+        lib_percent: None,
+        chunks: None,
+        error: None,
+    };
+    // One loop identity per workload and schedule, so that adaptive and
+    // selecting schedules see only their own history.
+    let id: &'static str = Box::leak(format!("keel bench loops/{}/{schedule}", w.spec()).into());
+    let mut times = Vec::with_capacity(reps);
+    let mut last = None;
+    for _ in 0..reps.max(1) {
+        let mut l = keel::parallel(0..w.iterations())
+            .schedule(schedule.to_string())
+            .id(id);
+        if let Some(k) = chunk {
+            l = l.chunk(k);
+        }
+        match l.for_each(|i| {
+            black_box(w.run(i));
+        }) {
+            Ok(summary) => {
+                times.push(summary.t_par);
+                last = Some(summary.id);
+            }
+            Err(e) => {
+                row.error = Some(e.to_string());
+                return row;
+            }
+        }
+    }
+    let (lo, hi) = times.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+        (lo.min(t), hi.max(t))
+    });
+    let t = median(&mut times);
+    row.t_par = Some(t);
+    row.t_par_range = Some((lo, hi));
+    row.ratio_to_ideal = (ideal > 0.0).then(|| t / ideal);
+    if let Some(record) = last.and_then(keel::loops::record) {
+        row.lib_percent = Some(record.last.lib_percent);
+        row.chunks = Some(record.last.total_chunks());
+    }
+    row
+}
+
+/// Runs `schedules` on `w`.
+pub fn bench_workload(
+    w: &dyn LoopWorkload,
+    schedules: &[String],
+    chunk: Option<u64>,
+    reps: usize,
+    threads: usize,
+) -> WorkloadResult {
+    let t_serial = serial_time(w, reps);
+    let ideal = t_serial / threads as f64;
+    WorkloadResult {
+        spec: w.spec(),
+        iterations: w.iterations(),
+        total_work: w.total_work(),
+        unit: w.unit().to_string(),
+        t_serial,
+        ideal,
+        rows: schedules
+            .iter()
+            .map(|s| run_schedule(w, s, chunk, reps, ideal))
+            .collect(),
+    }
+}
+
+/// The threads of the global pool.
+pub fn global_threads() -> Result<usize, CliError> {
+    Ok(keel::pool::global()
+        .map_err(|e| CliError::Usage(format!("cannot start Keel's global pool: {e}")))?
+        .threads())
+}
+
+/// `keel bench loops`.
+pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if args.reps == 0 {
+        return Err(CliError::Usage("--reps must be at least 1".into()));
+    }
+    if args.chunk == Some(0) {
+        return Err(CliError::Usage("--chunk must be at least 1".into()));
+    }
+    let specs: Vec<String> = if args.workloads.is_empty() {
+        WORKLOADS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.workloads.clone()
+    };
+    // Build every workload first, so that a bad spec fails before any work.
+    let workloads: Vec<Box<dyn LoopWorkload>> = specs
+        .iter()
+        .map(|s| loop_workload(s))
+        .collect::<Result<_, _>>()?;
+    let schedules: Vec<String> = if args.schedules.is_empty() {
+        SCHEDULES.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.schedules.clone()
+    };
+    let threads = global_threads()?;
+    let report = BenchReport {
+        threads,
+        reps: args.reps,
+        chunk: args.chunk,
+        workloads: workloads
+            .iter()
+            .map(|w| bench_workload(w.as_ref(), &schedules, args.chunk, args.reps, threads))
+            .collect(),
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "keel bench loops: {} threads (Keel's global pool), median of {} instances per schedule{}",
+        report.threads,
+        report.reps,
+        report
+            .chunk
+            .map_or(String::new(), |k| format!(", chunk parameter {k}"))
+    )?;
+    writeln!(
+        out,
+        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB % = (1 − mean/max finish)·100; chunks and LIB of the last instance"
+    )?;
+    for w in &report.workloads {
+        writeln!(out)?;
+        write_workload(out, w)?;
+    }
+    Ok(())
+}
+
+/// One workload's header and table.
+pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "{}: {} iterations, {} {}; T_serial {}, ideal {}",
+        w.spec,
+        w.iterations,
+        w.total_work,
+        w.unit,
+        report::duration(w.t_serial),
+        report::duration(w.ideal)
+    )?;
+    let mut rows = vec![[
+        "schedule".to_string(),
+        "T_par".to_string(),
+        "÷ ideal".to_string(),
+        "LIB %".to_string(),
+        "chunks".to_string(),
+    ]];
+    let mut errors = Vec::new();
+    for r in &w.rows {
+        match &r.error {
+            Some(e) => errors.push((r.schedule.clone(), e.clone())),
+            None => rows.push([
+                r.schedule.clone(),
+                r.t_par.map_or("–".into(), report::duration),
+                r.ratio_to_ideal.map_or("–".into(), |x| format!("{x:.2}")),
+                r.lib_percent.map_or("–".into(), |x| format!("{x:.1}")),
+                r.chunks.map_or("–".into(), |c| c.to_string()),
+            ]),
+        }
+    }
+    let mut widths = [0usize; 5];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let mut line = String::from("  ");
+        for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w - cell.chars().count());
+            if i == 0 {
+                line.push_str(cell);
+                line.push_str(&pad);
+            } else {
+                line.push_str("  ");
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    for (schedule, e) in errors {
+        writeln!(out, "  {schedule}: error: {e}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! Loop workloads: parallel loops whose iterations cost different amounts,
+//! with the exact cost of every iteration *and* a body that performs it.
+//!
+//! The generators in [`generate`](mod@crate::generate) only describe costs. A loop
+//! schedule, though, is judged by running it (Auto4OMP measures `T_par` and
+//! LIB on real loops), so each workload here also carries
+//! [`LoopWorkload::run`]: a deterministic busy computation whose amount of
+//! work is exactly [`LoopWorkload::work`] units for that iteration (no
+//! sleeping, no clock). The cost model and the body are the same code path,
+//! so the model is exact by construction and the tests check it.
+//!
+//! | name | iterations | unit | imbalance |
+//! |---|---|---|---|
+//! | [`mandelbrot`](Mandelbrot) | image columns (or rows) | escape-time iterations | heavy band contiguous: the cardioid's columns (the middle rows) |
+//! | [`lavamd`](LavaMd) | boxes of a 3-D grid | particle-pair interactions | exponential particles per box, scattered |
+//!
+//! Built from spec strings with the policies' grammar, e.g.
+//! `mandelbrot:width=256,height=256,max-iter=1000,axis=columns`, `lavamd:boxes1d=11,gamma=0.2`;
+//! every parameter has a fixed, documented default that the golden tests at
+//! the bottom of each file pin.
+//!
+//! ```
+//! use keel_workloads::loops::loop_workload;
+//! let w = loop_workload("mandelbrot:width=32,height=16,max-iter=50").unwrap();
+//! assert_eq!(w.iterations(), 32); // one iteration per pixel column
+//! // The body does exactly the work the model says.
+//! assert_eq!(w.run(7), w.work()[7] as f64);
+//! ```
+
+pub mod lavamd;
+pub mod mandelbrot;
+
+pub use lavamd::LavaMd;
+pub use mandelbrot::{Axis, Mandelbrot};
+
+use keel_policy::Spec;
+
+use crate::error::WorkloadError;
+
+/// A loop whose iteration `i` costs `work()[i]` units and is performed by
+/// `run(i)`.
+pub trait LoopWorkload: Send + Sync {
+    /// The workload's spec name (`mandelbrot`, `lavamd`).
+    fn name(&self) -> &'static str;
+
+    /// The spec string that rebuilds exactly this workload, every parameter
+    /// spelled out.
+    fn spec(&self) -> String;
+
+    /// What one unit of work is, e.g. `escape-time iterations`.
+    fn unit(&self) -> &'static str;
+
+    /// Number of iterations of the loop.
+    fn iterations(&self) -> usize {
+        self.work().len()
+    }
+
+    /// The exact work of every iteration, in [`LoopWorkload::unit`]s.
+    fn work(&self) -> &[u64];
+
+    /// Total work of the loop.
+    fn total_work(&self) -> u64 {
+        self.work().iter().sum()
+    }
+
+    /// Performs iteration `i` and returns a checksum of its result (return
+    /// it through `std::hint::black_box` so that the work is not optimised
+    /// away). Deterministic; reads no clock; safe to call from any thread.
+    ///
+    /// # Panics
+    /// If `i >= self.iterations()`.
+    fn run(&self, i: usize) -> f64;
+}
+
+/// A named loop workload.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopGenerator {
+    /// Its kebab-case name.
+    pub name: &'static str,
+    /// One line saying what it models.
+    pub summary: &'static str,
+    /// Its parameters with their defaults.
+    pub params: &'static str,
+    build: fn(&Spec) -> Result<Box<dyn LoopWorkload>, WorkloadError>,
+}
+
+impl LoopGenerator {
+    /// Builds the workload `spec` describes; `spec.name` is not checked.
+    pub fn build(&self, spec: &Spec) -> Result<Box<dyn LoopWorkload>, WorkloadError> {
+        (self.build)(spec)
+    }
+}
+
+static LOOP_GENERATORS: [LoopGenerator; 2] = [
+    LoopGenerator {
+        name: Mandelbrot::NAME,
+        summary: "Mandelbrot escape time, one iteration per pixel column (or row); the columns through the cardioid are a heavy contiguous band",
+        params: "width=256, height=256, max-iter=1000, x-min=-2, x-max=0.5, y-min=-1.25, y-max=1.25, axis=columns",
+        build: |s| Ok(Box::new(Mandelbrot::from_spec(s)?)),
+    },
+    LoopGenerator {
+        name: LavaMd::NAME,
+        summary: "LavaMD-like: one iteration per box, particles per box exponential (rate gamma), cost n^2 (neighbours + 1)",
+        params: "boxes1d=11, gamma=0.2, particles-per-unit=2, seed=2019",
+        build: |s| Ok(Box::new(LavaMd::from_spec(s)?)),
+    },
+];
+
+/// Every loop workload, in a stable order.
+pub fn loop_generators() -> &'static [LoopGenerator] {
+    &LOOP_GENERATORS
+}
+
+/// Builds the loop workload named by a spec string.
+pub fn loop_workload(spec: &str) -> Result<Box<dyn LoopWorkload>, WorkloadError> {
+    let spec = Spec::parse(spec)?;
+    LOOP_GENERATORS
+        .iter()
+        .find(|g| g.name == spec.name)
+        .ok_or_else(|| WorkloadError::UnknownWorkload {
+            name: spec.name.clone(),
+            valid: LOOP_GENERATORS.iter().map(|g| g.name.to_string()).collect(),
+        })?
+        .build(&spec)
+}
+
+/// An integer parameter in `min..=max`, `default` when absent.
+fn count(
+    spec: &Spec,
+    key: &str,
+    default: usize,
+    min: usize,
+    max: usize,
+) -> Result<usize, WorkloadError> {
+    let expected = format!("an integer in {min}..={max}");
+    match spec.parsed::<usize>(key, &expected)? {
+        None => Ok(default),
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        Some(v) => Err(spec.invalid(key, &v.to_string(), &expected).into()),
+    }
+}
+
+/// A finite number in `min..=max` (`min` excluded when `open_min`),
+/// `default` when absent.
+fn number(
+    spec: &Spec,
+    key: &str,
+    default: f64,
+    (min, open_min): (f64, bool),
+    max: f64,
+) -> Result<f64, WorkloadError> {
+    let expected = match (open_min, max.is_finite()) {
+        (false, true) => format!("a number in {min}..={max}"),
+        (true, true) => format!("a number > {min} and <= {max}"),
+        (false, false) => format!("a finite number >= {min}"),
+        (true, false) => format!("a finite number > {min}"),
+    };
+    match spec.parsed::<f64>(key, &expected)? {
+        None => Ok(default),
+        Some(v) if v.is_finite() && (v > min || (!open_min && v == min)) && v <= max => Ok(v),
+        Some(v) => Err(spec.invalid(key, &v.to_string(), &expected).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parameters_and_errors() {
+        let names: Vec<&str> = loop_generators().iter().map(|g| g.name).collect();
+        assert_eq!(names, ["mandelbrot", "lavamd"]);
+        let err = loop_workload("mandel").err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown workload `mandel`; valid names: mandelbrot, lavamd"
+        );
+        for bad in [
+            "mandelbrot:width=0",
+            "mandelbrot:max-iter=0",
+            "mandelbrot:x-min=1,x-max=0",
+            "mandelbrot:y-max=nan",
+            "mandelbrot:axis=diagonal",
+            "lavamd:boxes1d=0",
+            "lavamd:gamma=0",
+            "lavamd:gamma=-1",
+            "lavamd:particles-per-unit=0",
+            "lavamd:seed=x",
+        ] {
+            let err = loop_workload(bad).err().unwrap();
+            assert!(
+                matches!(err, WorkloadError::InvalidParameter { .. }),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("expected"), "{bad}: {err}");
+        }
+        let err = loop_workload("lavamd:colour=red").err().unwrap();
+        assert!(
+            matches!(err, WorkloadError::UnknownParameter { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn specs_round_trip() {
+        for spec in [
+            "mandelbrot:width=40,height=24,max-iter=64",
+            "lavamd:boxes1d=3",
+        ] {
+            let w = loop_workload(spec).unwrap();
+            let again = loop_workload(&w.spec()).unwrap();
+            assert_eq!(w.work(), again.work(), "{spec} -> {}", w.spec());
+            assert_eq!(w.spec(), again.spec());
+        }
+    }
+}
