@@ -309,26 +309,8 @@ pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), Cli
             ]),
         }
     }
-    let mut widths = [0usize; 5];
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    for r in &rows {
-        let mut line = String::from("  ");
-        for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
-            if i == 0 {
-                line.push_str(cell);
-                line.push_str(&pad);
-            } else {
-                line.push_str("  ");
-                line.push_str(&pad);
-                line.push_str(cell);
-            }
-        }
-        writeln!(out, "{}", line.trim_end())?;
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
     }
     for (schedule, e) in errors {
         writeln!(out, "  {schedule}: error: {e}")?;

@@ -140,28 +140,39 @@ pub fn write_table(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError
     };
     let mut rows = vec![HEADER.map(String::from)];
     rows.extend(all().map(|o| row(o, &time)));
-    let mut widths = [0; 9];
-    for r in &rows {
+    for line in align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Lines of an aligned table: the first column left-aligned, the others
+/// right-aligned, two spaces between columns, indented by two, no trailing
+/// spaces. Widths count characters, not bytes (the headers use `λ`, `÷`).
+pub fn align<const N: usize>(rows: &[[String; N]]) -> Vec<String> {
+    let mut widths = [0usize; N];
+    for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    for r in &rows {
-        let mut line = String::from("  ");
-        for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
-            if i == 0 {
-                line.push_str(cell);
-                line.push_str(&pad);
-            } else {
-                line.push_str("  ");
-                line.push_str(&pad);
-                line.push_str(cell);
+    rows.iter()
+        .map(|r| {
+            let mut line = String::from("  ");
+            for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
+                let pad = " ".repeat(w - cell.chars().count());
+                if i == 0 {
+                    line.push_str(cell);
+                    line.push_str(&pad);
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&pad);
+                    line.push_str(cell);
+                }
             }
-        }
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
+            line.trim_end().to_string()
+        })
+        .collect()
 }
 
 /// Each decision's mapping, one line per policy.

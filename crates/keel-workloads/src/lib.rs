@@ -24,6 +24,7 @@
 mod error;
 pub mod generate;
 pub mod loops;
+mod params;
 mod problem;
 pub mod trace;
 

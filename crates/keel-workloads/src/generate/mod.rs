@@ -26,6 +26,7 @@ use keel_policy::mapping::runtime_context;
 use keel_policy::Spec;
 
 use crate::error::WorkloadError;
+pub(crate) use crate::params::count;
 use crate::MappingProblem;
 
 /// The most tasks a generator makes (80 MB of loads), so that a typo such as
@@ -162,34 +163,9 @@ fn check_keys(spec: &Spec, own: &[&str]) -> Result<(), WorkloadError> {
     Ok(spec.check_keys(&valid)?)
 }
 
-/// An integer parameter in `min..=max`, `default` when absent.
-fn count(
-    spec: &Spec,
-    key: &str,
-    default: usize,
-    min: usize,
-    max: usize,
-) -> Result<usize, WorkloadError> {
-    let expected = format!("an integer in {min}..={max}");
-    match spec.parsed::<usize>(key, &expected)? {
-        None => Ok(default),
-        Some(v) if (min..=max).contains(&v) => Ok(v),
-        Some(v) => Err(spec.invalid(key, &v.to_string(), &expected).into()),
-    }
-}
-
 /// A finite number in `min..=max`, `default` when absent.
 fn number(spec: &Spec, key: &str, default: f64, min: f64, max: f64) -> Result<f64, WorkloadError> {
-    let expected = if max.is_finite() {
-        format!("a number in {min}..={max}")
-    } else {
-        format!("a finite number >= {min}")
-    };
-    match spec.parsed::<f64>(key, &expected)? {
-        None => Ok(default),
-        Some(v) if v.is_finite() && v >= min && v <= max => Ok(v),
-        Some(v) => Err(spec.invalid(key, &v.to_string(), &expected).into()),
-    }
+    crate::params::number(spec, key, default, (min, false), max)
 }
 
 /// A seed (any unsigned 64-bit integer).

@@ -39,8 +39,9 @@ use keel_policy::Spec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{count, number, LoopWorkload};
+use super::LoopWorkload;
 use crate::error::WorkloadError;
+use crate::params::{count, number};
 
 /// LavaMD's α.
 pub const ALPHA: f64 = 0.5;

@@ -30,8 +30,9 @@
 
 use keel_policy::Spec;
 
-use super::{count, number, LoopWorkload};
+use super::LoopWorkload;
 use crate::error::WorkloadError;
+use crate::params::{count, number};
 
 /// The most pixels an image may have (a typo such as `width=1e9` is an
 /// error rather than a year of computing).
