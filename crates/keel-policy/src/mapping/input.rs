@@ -155,7 +155,10 @@ impl<'a> MappingInput<'a> {
         if !bound.is_finite() {
             return Err(PolicyError::LoadOverflow { bound });
         }
-        for task in (0..ntasks).filter(|&t| !self.is_migratable(t)) {
+        // Without migratability flags every task may move: nothing to check
+        // (and no pass over the tasks on the policies' hot path).
+        let pinned = self.migratable.map_or(&[][..], |m| m);
+        for task in (0..pinned.len()).filter(|&t| !pinned[t]) {
             match self.current(task) {
                 None => return Err(PolicyError::UnplacedUnmigratable { task }),
                 Some(pu) if !self.is_available(pu) => {
