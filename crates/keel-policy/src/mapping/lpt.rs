@@ -36,10 +36,14 @@ impl<'a> LptOrder<'a> {
         let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
         let index_mask = (1u64 << index_bits) - 1;
-        let mut keys: Vec<u64> = (0..loads.len())
-            .filter(|&i| keep(i))
-            .map(|i| (exact(i) & !index_mask) | i as u64)
-            .collect();
+        // Presized: a filtered iterator has no size hint, and growing the
+        // buffer by doubling re-copies (and re-faults) it a dozen times.
+        let mut keys: Vec<u64> = Vec::with_capacity(loads.len());
+        keys.extend(
+            (0..loads.len())
+                .filter(|&i| keep(i))
+                .map(|i| (exact(i) & !index_mask) | i as u64),
+        );
         keys.sort_unstable();
         let task = |k: u64| (k & index_mask) as usize;
         let mut run = 0;
