@@ -231,6 +231,25 @@ fn stress_with_four_times_more_threads_than_cores() {
 }
 
 #[test]
+fn weights_of_the_wrong_length_are_a_typed_error() {
+    let pool = pool(2);
+    let err = pool
+        .parallel(0..10u32)
+        .schedule("wf")
+        .weights(vec![1.0, 2.0, 3.0])
+        .for_each(|_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains('3'), "{err}");
+    let err = pool
+        .parallel(0..10u32)
+        .schedule("wf")
+        .weights(vec![1.0, f64::NAN])
+        .for_each(|_| {})
+        .unwrap_err();
+    assert!(err.to_string().to_lowercase().contains("nan"), "{err}");
+}
+
+#[test]
 fn each_call_site_keeps_its_own_record() {
     let pool = pool(2);
     let a = pool.parallel(0..10u32).for_each(|_| {}).unwrap();
@@ -251,20 +270,22 @@ fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static s
     let n = 400u64;
     for _ in 0..3 {
         // Several instances: AWF adapts between instances.
-        pool.parallel(0..n)
-            .schedule(schedule.to_string())
-            .id(id)
-            .for_each(|_| {
-                if std::thread::current().name() == Some("keel-worker-1") {
-                    std::thread::sleep(Duration::from_micros(200));
-                } else {
-                    let until = Instant::now() + Duration::from_micros(20);
-                    while Instant::now() < until {
-                        std::hint::spin_loop();
-                    }
+        let mut lp = pool.parallel(0..n).schedule(schedule.to_string()).id(id);
+        if schedule == "wf" {
+            // The user knows worker 1 is slow (LB4OMP's KMP_WEIGHTS).
+            lp = lp.weights(vec![1.0, 0.25]);
+        }
+        lp.for_each(|_| {
+            if std::thread::current().name() == Some("keel-worker-1") {
+                std::thread::sleep(Duration::from_micros(200));
+            } else {
+                let until = Instant::now() + Duration::from_micros(20);
+                while Instant::now() < until {
+                    std::hint::spin_loop();
                 }
-            })
-            .unwrap();
+            }
+        })
+        .unwrap();
     }
     record(LoopId::Named(id)).unwrap().last.thread_iterations[1]
 }
@@ -275,6 +296,7 @@ fn adaptive_schedules_give_a_slowed_worker_less_than_static() {
     let fixed = iterations_of_slowed_worker(&pool, "static", "slow-static");
     assert_eq!(fixed, 200);
     for (schedule, id) in [
+        ("wf", "slow-wf"),
         ("awf", "slow-awf"),
         ("awf-b", "slow-awf-b"),
         ("awf-c", "slow-awf-c"),

@@ -151,6 +151,7 @@ pub struct ParallelLoop<'p, I> {
     schedule: Option<Cow<'static, str>>,
     chunk: Option<u64>,
     id: LoopId,
+    weights: Option<Arc<[f64]>>,
 }
 
 /// A loop over `range` on the global pool; its identity is the caller's
@@ -163,6 +164,7 @@ pub fn parallel<I: LoopIndex>(range: Range<I>) -> ParallelLoop<'static, I> {
         schedule: None,
         chunk: None,
         id: LoopId::Site(Location::caller()),
+        weights: None,
     }
 }
 
@@ -196,6 +198,7 @@ impl ThreadPool {
             schedule: None,
             chunk: None,
             id: LoopId::Site(Location::caller()),
+            weights: None,
         }
     }
 }
@@ -211,6 +214,15 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     /// The chunk parameter (DESIGN.md Conventions); overrides one in the spec.
     pub fn chunk(mut self, chunk: u64) -> Self {
         self.chunk = Some(chunk);
+        self
+    }
+
+    /// Relative speeds of the participants, one per thread, for `wf` (LB4OMP's
+    /// `KMP_WEIGHTS`): offered to the schedule as a user component. They apply
+    /// when the loop runs on the whole team; a loop nested inside a region
+    /// runs on one thread and ignores them. A wrong length is a typed error.
+    pub fn weights(mut self, weights: impl Into<Arc<[f64]>>) -> Self {
+        self.weights = Some(weights.into());
         self
     }
 
@@ -264,6 +276,13 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         }
         if history.len() == 2 * threads {
             ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
+        }
+        if let Some(weights) = self
+            .weights
+            .as_deref()
+            .filter(|_| threads == pool.threads())
+        {
+            ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
         }
         let plan = schedule.plan(&shape, &ctx).map_err(schedule_error)?;
 
