@@ -12,6 +12,7 @@
 mod enact;
 pub mod loops;
 pub mod pool;
+mod trace;
 
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;

@@ -31,6 +31,7 @@ use crossbeam_utils::CachePadded;
 use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
 
 use super::{Board, Slot};
+use crate::trace::{self, ChunkEvent};
 
 /// Counters shared by one loop instance, on the caller's stack.
 pub(crate) struct Shared {
@@ -49,18 +50,34 @@ impl Shared {
     }
 }
 
+/// What every participant of one loop instance shares.
+pub(crate) struct Instance<'a, 'p> {
+    pub(crate) plan: &'a Plan<'p>,
+    /// Iterations.
+    pub(crate) n: u64,
+    pub(crate) shared: Shared,
+    pub(crate) board: Board<'a>,
+    /// The fork, from which start and finish times are measured.
+    pub(crate) t0: Instant,
+    /// The schedule's spec, for the trace.
+    pub(crate) name: &'a str,
+    pub(crate) body: &'a (dyn Fn(u64, u64) + Sync),
+}
+
 /// Runs participant `me`'s share of the loop.
-pub(crate) fn participate(
-    me: usize,
-    plan: &Plan<'_>,
-    n: u64,
-    shared: &Shared,
-    board: &Board<'_>,
-    t0: Instant,
-    body: &(dyn Fn(u64, u64) + Sync),
-) {
+pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
+    let Instance {
+        plan,
+        n,
+        ref shared,
+        ref board,
+        t0,
+        name,
+        body,
+    } = *instance;
     let slot = &board.slots[me];
     let start = t0.elapsed().as_secs_f64();
+    let tracer = trace::tracer();
     let mut runner = Runner {
         me,
         plan,
@@ -70,6 +87,7 @@ pub(crate) fn participate(
         local: ThreadLocal::default(),
         chunks: 0,
         iterations: 0,
+        events: tracer.map(|_| Vec::new()),
     };
     match plan.claim() {
         Claim::Static => {
@@ -128,6 +146,9 @@ pub(crate) fn participate(
         Claim::Steal => runner.steal_loop(board),
     }
     let finish = t0.elapsed().as_secs_f64();
+    if let (Some(tracer), Some(events)) = (tracer, &runner.events) {
+        tracer.write(name, me, events);
+    }
     slot.chunks.store(runner.chunks, Ordering::Relaxed);
     slot.iterations.store(runner.iterations, Ordering::Relaxed);
     slot.start.store(start.to_bits(), Ordering::Relaxed);
@@ -143,6 +164,8 @@ struct Runner<'a, 'p> {
     local: ThreadLocal,
     chunks: u64,
     iterations: u64,
+    /// Executed chunks, only when `KEEL_TRACE` is on.
+    events: Option<Vec<ChunkEvent>>,
 }
 
 impl Runner<'_, '_> {
@@ -157,6 +180,26 @@ impl Runner<'_, '_> {
         let size = chunk.end - chunk.start;
         self.chunks += 1;
         self.iterations += size;
+        if self.events.is_none() {
+            self.run_timed(chunk, requested);
+            return;
+        }
+        let start = Instant::now();
+        self.run_timed(chunk.clone(), requested);
+        let event = ChunkEvent {
+            start,
+            end: Instant::now(),
+            from: chunk.start,
+            to: chunk.end,
+        };
+        if let Some(events) = &mut self.events {
+            events.push(event);
+        }
+    }
+
+    #[inline]
+    fn run_timed(&mut self, chunk: Range<u64>, requested: Option<Instant>) {
+        let size = chunk.end - chunk.start;
         if self.timing == Timing::None {
             (self.body)(chunk.start, chunk.end);
             return;

@@ -305,12 +305,17 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 *claim::lock(&slot.steal) = plan.home_range(i);
             }
         }
-        let board = Board { slots };
-        let shared = claim::Shared::new();
-        let t0 = Instant::now();
-        pool.region(|team| {
-            claim::participate(team.index, &plan, iterations, &shared, &board, t0, body);
-        });
+        let instance = claim::Instance {
+            plan: &plan,
+            n: iterations,
+            shared: claim::Shared::new(),
+            board: Board { slots },
+            t0: Instant::now(),
+            name: &canonical,
+            body,
+        };
+        pool.region(|team| claim::participate(team.index, &instance));
+        let t0 = instance.t0;
         let t_par = t0.elapsed().as_secs_f64();
 
         let summary = record::with_record(self.id, |r| {

@@ -1,0 +1,46 @@
+//! `KEEL_TRACE`: the trace file holds one complete event per executed
+//! chunk, on the participant that ran it, and the chunks cover the loop
+//! exactly once. Its own test binary: the variable is read once, on the
+//! first loop.
+
+use keel::{ThreadPool, WaitPolicy};
+
+#[test]
+fn every_chunk_becomes_one_trace_event() {
+    let path = std::env::temp_dir().join(format!("keel-trace-{}.json", std::process::id()));
+    std::env::set_var("KEEL_TRACE", &path);
+    let pool = ThreadPool::builder()
+        .threads(2)
+        .wait_policy(WaitPolicy::Spins(1000))
+        .build()
+        .unwrap();
+    let summary = pool
+        .parallel(0..1000u32)
+        .schedule("dynamic,7")
+        .for_each(|i| {
+            std::hint::black_box(i);
+        })
+        .unwrap();
+
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    // The array is left open (the format allows it); close it to parse.
+    text.push(']');
+    let events: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(events.len() as u64, summary.chunks);
+    let mut covered = vec![0u8; 1000];
+    for e in &events {
+        assert_eq!(e["ph"], "X");
+        assert_eq!(e["name"], "ss:chunk=7");
+        assert!(e["tid"].as_u64().unwrap() < 2);
+        assert!(e["dur"].as_f64().unwrap() >= 0.0);
+        let (from, to) = (
+            e["args"]["from"].as_u64().unwrap(),
+            e["args"]["to"].as_u64().unwrap(),
+        );
+        for i in from..to {
+            covered[i as usize] += 1;
+        }
+    }
+    assert!(covered.iter().all(|&c| c == 1));
+    let _ = std::fs::remove_file(&path);
+}
