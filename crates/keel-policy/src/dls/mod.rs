@@ -295,12 +295,6 @@ pub fn clamp_size(size: u64, min_chunk: u64, remaining: u64) -> u64 {
     size.max(min_chunk).max(1).min(remaining)
 }
 
-/// Ceiling of `a / b` for `b > 0`.
-#[inline]
-pub fn div_ceil(a: u64, b: u64) -> u64 {
-    a.div_ceil(b)
-}
-
 /// `⌈x⌉` as a chunk size: 0 for NaN and non-positive values, saturating at
 /// `u64::MAX` (an `as` cast saturates), so a formula that degenerates never
 /// wraps around; callers then clamp to the minimum chunk.

@@ -201,11 +201,6 @@ impl<'a> MappingInput<'a> {
         self.speeds.filter(|s| s.iter().any(|&v| v != 1.0))
     }
 
-    /// Whether any PU speed differs from 1.
-    pub fn has_speeds(&self) -> bool {
-        self.speeds.is_some_and(|s| s.iter().any(|&v| v != 1.0))
-    }
-
     /// Whether PU `pu` may receive work.
     #[inline]
     pub fn is_available(&self, pu: usize) -> bool {

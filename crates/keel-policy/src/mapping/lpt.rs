@@ -215,16 +215,6 @@ impl PuHeap {
         self.time[pu]
     }
 
-    /// Number of PUs the tree was built for.
-    pub fn len(&self) -> usize {
-        self.time.len()
-    }
-
-    /// Whether the tree was built for no PU.
-    pub fn is_empty(&self) -> bool {
-        self.time.is_empty()
-    }
-
     /// Whether `pu` is in the tree.
     pub fn contains(&self, pu: usize) -> bool {
         self.member.get(pu).copied().unwrap_or(false)

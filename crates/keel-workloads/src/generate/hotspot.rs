@@ -8,7 +8,7 @@
 //! scatters neighbours everywhere; BinLPT balances with few contiguous
 //! chunks, which is what it was designed for.
 
-use keel_policy::{Model, Spec};
+use keel_policy::Spec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -110,11 +110,7 @@ impl Hotspot {
 
     /// The mapping problem.
     pub fn problem(&self) -> Result<MappingProblem, WorkloadError> {
-        let loads = self.loads();
-        let current = self.start.placement(&loads, self.pus)?;
-        let mut problem = MappingProblem::new(loads, self.pus, Model::Static);
-        problem.current = current;
-        Ok(problem)
+        self.start.problem(self.loads(), None, self.pus)
     }
 }
 

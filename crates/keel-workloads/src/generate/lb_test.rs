@@ -13,7 +13,7 @@
 //! current mapping is made for the loads drawn from `seed` (by greedy, unless
 //! `current` says otherwise), and the task loads are then drawn from `S`.
 
-use keel_policy::{Model, Spec};
+use keel_policy::Spec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -95,14 +95,12 @@ impl LbTest {
     /// The mapping problem.
     pub fn problem(&self) -> Result<MappingProblem, WorkloadError> {
         let before = self.loads(self.seed);
-        let current = self.start.placement(&before, self.pus)?;
-        let now = match self.redraw_seed {
-            Some(s) => self.loads(s),
-            None => before,
-        };
-        let mut problem = MappingProblem::new(now, self.pus, Model::Static);
-        problem.current = current;
-        Ok(problem)
+        match self.redraw_seed {
+            Some(redraw) => self
+                .start
+                .problem(self.loads(redraw), Some(&before), self.pus),
+            None => self.start.problem(before, None, self.pus),
+        }
     }
 }
 

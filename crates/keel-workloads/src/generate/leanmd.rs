@@ -17,7 +17,7 @@
 //! unordered pair once). Tasks are ordered by owning cell, then by neighbour
 //! number, so the heavy computes sit at the end like a ramp.
 
-use keel_policy::{Model, Spec};
+use keel_policy::Spec;
 
 use super::{check_keys, count, number, pus, Start, MAX_TASKS};
 use crate::error::WorkloadError;
@@ -149,11 +149,7 @@ impl LeanMd {
 
     /// The mapping problem.
     pub fn problem(&self) -> Result<MappingProblem, WorkloadError> {
-        let loads = self.loads();
-        let current = self.start.placement(&loads, self.pus)?;
-        let mut problem = MappingProblem::new(loads, self.pus, Model::Static);
-        problem.current = current;
-        Ok(problem)
+        self.start.problem(self.loads(), None, self.pus)
     }
 }
 

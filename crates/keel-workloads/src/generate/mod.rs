@@ -23,7 +23,7 @@ pub use leanmd::LeanMd;
 pub use ramp::Ramp;
 
 use keel_policy::mapping::runtime_context;
-use keel_policy::Spec;
+use keel_policy::{Model, Spec};
 
 use crate::error::WorkloadError;
 pub(crate) use crate::params::count;
@@ -151,6 +151,21 @@ impl Start {
         let policy = keel_policy::mapping::registry().build(name)?;
         let mapping = policy.map(&runtime_context(loads, &idle))?;
         Ok(Some(mapping.into_vec()))
+    }
+
+    /// A generated (static-model) problem over `loads` on `npus` PUs whose
+    /// current mapping is this start computed for `placed_for` — the loads
+    /// the program last balanced for, `None` meaning `loads` themselves.
+    pub fn problem(
+        self,
+        loads: Vec<f64>,
+        placed_for: Option<&[f64]>,
+        npus: usize,
+    ) -> Result<MappingProblem, WorkloadError> {
+        let current = self.placement(placed_for.unwrap_or(&loads), npus)?;
+        let mut problem = MappingProblem::new(loads, npus, Model::Static);
+        problem.current = current;
+        Ok(problem)
     }
 }
 

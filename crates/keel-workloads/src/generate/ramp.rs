@@ -2,7 +2,7 @@
 //! contiguous at the end — a triangular loop (`for i { for j < i }`), where
 //! OpenMP's `static` leaves the last thread with most of the work.
 
-use keel_policy::{Model, Spec};
+use keel_policy::Spec;
 
 use super::{check_keys, count, number, pus, Start, MAX_TASKS, SECONDS_PER_US};
 use crate::error::WorkloadError;
@@ -65,11 +65,7 @@ impl Ramp {
 
     /// The mapping problem.
     pub fn problem(&self) -> Result<MappingProblem, WorkloadError> {
-        let loads = self.loads();
-        let current = self.start.placement(&loads, self.pus)?;
-        let mut problem = MappingProblem::new(loads, self.pus, Model::Static);
-        problem.current = current;
-        Ok(problem)
+        self.start.problem(self.loads(), None, self.pus)
     }
 }
 
