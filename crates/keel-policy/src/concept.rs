@@ -70,6 +70,10 @@ pub enum Concept {
     ThreadHistory,
     /// Seconds of scheduling overhead per chunk, `[h]` (`fsc`, `bold`).
     SchedulingOverhead,
+    /// Each thread's iteration ranges, made by a workload-aware loop
+    /// schedule (`binlpt`, `greedy`) from the user's hints and kept by the
+    /// context for later instances of the same loop (multiloop reuse).
+    IterationAssignment,
 }
 
 impl Concept {
@@ -124,6 +128,7 @@ impl Concept {
             Concept::ThreadWeights => "thread weights",
             Concept::ThreadHistory => "thread history",
             Concept::SchedulingOverhead => "scheduling overhead",
+            Concept::IterationAssignment => "iteration assignment",
         }
     }
 }
@@ -151,6 +156,7 @@ impl fmt::Display for Concept {
             Concept::ThreadWeights => f.write_str("thread weights"),
             Concept::ThreadHistory => f.write_str("thread history"),
             Concept::SchedulingOverhead => f.write_str("scheduling overhead"),
+            Concept::IterationAssignment => f.write_str("iteration assignment"),
         }
     }
 }
@@ -228,6 +234,7 @@ mod tests {
             (Concept::ThreadWeights, "thread weights"),
             (Concept::ThreadHistory, "thread history"),
             (Concept::SchedulingOverhead, "scheduling overhead"),
+            (Concept::IterationAssignment, "iteration assignment"),
         ];
         for (i, (concept, name)) in loops.iter().enumerate() {
             assert_eq!(concept.label(), *name);

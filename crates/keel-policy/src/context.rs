@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use crate::concept::{Concept, Origin, Requirement};
+use crate::dls::Assignment;
 use crate::error::PolicyError;
 
 /// The data a component provides: its interface `I_k` in the paper's terms.
@@ -26,6 +27,9 @@ pub enum ComponentData<'a> {
     Flags(Cow<'a, [bool]>),
     /// A PU index per task (a mapping; [`crate::NO_PU`] where unplaced).
     Placement(Cow<'a, [usize]>),
+    /// Each thread's iteration ranges, made once by a workload-aware loop
+    /// schedule and kept by the context.
+    Assignment(&'a Assignment),
 }
 
 impl ComponentData<'_> {
@@ -35,6 +39,7 @@ impl ComponentData<'_> {
             ComponentData::Values(v) => v.len(),
             ComponentData::Flags(v) => v.len(),
             ComponentData::Placement(v) => v.len(),
+            ComponentData::Assignment(a) => a.len(),
         }
     }
 
@@ -48,6 +53,7 @@ impl ComponentData<'_> {
             ComponentData::Values(_) => "numbers",
             ComponentData::Flags(_) => "flags",
             ComponentData::Placement(_) => "a placement",
+            ComponentData::Assignment(_) => "an iteration assignment",
         }
     }
 }
@@ -135,6 +141,17 @@ impl<'a> ContextHandler<'a> {
         })
     }
 
+    /// Registers an iteration assignment a workload-aware loop schedule made
+    /// earlier ([`Concept::IterationAssignment`]).
+    pub fn provide_assignment(&mut self, origin: Origin, assignment: &'a Assignment) -> &mut Self {
+        self.register(Component {
+            concept: Concept::IterationAssignment,
+            origin,
+            name: Cow::Borrowed(Concept::IterationAssignment.label()),
+            data: ComponentData::Assignment(assignment),
+        })
+    }
+
     /// All registered components, in registration order.
     pub fn components(&self) -> &[Component<'a>] {
         &self.components
@@ -198,6 +215,18 @@ impl<'a> ContextHandler<'a> {
     pub fn require_values(&self, policy: &str, required: Concept) -> Result<&[f64], PolicyError> {
         self.values(policy, required)?
             .ok_or_else(|| self.unmet(policy, required))
+    }
+
+    /// Fetches the iteration assignment when the policy cannot run without it.
+    pub fn require_assignment(&self, policy: &str) -> Result<&'a Assignment, PolicyError> {
+        match self
+            .select(&Concept::IterationAssignment)
+            .map(|c| (c, &c.data))
+        {
+            None => Err(self.unmet(policy, Concept::IterationAssignment)),
+            Some((_, ComponentData::Assignment(a))) => Ok(a),
+            Some((c, other)) => Err(self.wrong_kind(policy, c, "an iteration assignment", other)),
+        }
     }
 
     /// Fetches the placement when the policy cannot run without it.

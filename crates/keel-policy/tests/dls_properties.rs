@@ -23,9 +23,9 @@ use std::ops::Range;
 
 use keel_policy::dls::{
     parse_schedule, registry, Claim, LoopShape, Plan, Request, ThreadLocal, ThreadTiming, Timing,
-    AUTO4OMP_PORTFOLIO,
+    AUTO4OMP_PORTFOLIO, WORKLOAD_SCHEDULES,
 };
-use keel_policy::{Concept, ContextHandler, Origin};
+use keel_policy::{Concept, ContextHandler, Model, Origin, Subject};
 use proptest::prelude::*;
 
 /// Parameter variants beyond the registered names.
@@ -37,9 +37,12 @@ const VARIANTS: &[&str] = &[
     "maf:divider=7",
 ];
 
-/// Every registered name and [`VARIANTS`].
+/// Every registered name that plans from measurements alone, and
+/// [`VARIANTS`]. The workload-aware schedules plan from an assignment made
+/// from hints: [`workload_schedules_are_claimed_exactly_once`] covers them.
 fn all_specs() -> Vec<String> {
     let mut specs = registry().names();
+    specs.retain(|name| !WORKLOAD_SCHEDULES.contains(&name.as_str()));
     specs.extend(VARIANTS.iter().map(|s| s.to_string()));
     specs
 }
@@ -335,6 +338,31 @@ proptest! {
         // Huge k keeps the chunk count small: n/divisor, or n + 5 (saturating).
         let k = n.checked_div(divisor).unwrap_or(n.saturating_add(5));
         run_all(n, p, Some(k), turns, seed, measured)?;
+    }
+
+    #[test]
+    fn workload_schedules_are_claimed_exactly_once(
+        name in prop::sample::select(&["binlpt", "binlpt:chunks=5", "binlpt:cut=improved", "greedy"][..]),
+        hints in prop::collection::vec(0.0f64..1e3, 0..500),
+        p in 1..=16usize,
+        k in prop::option::of(1u64..50),
+        turns in turns(),
+    ) {
+        let n = hints.len() as u64;
+        let shape = LoopShape::new(n, p, k).unwrap();
+        let (schedule, _) = parse_schedule(name).unwrap();
+        let workload = schedule.as_workload().expect("a workload-aware schedule");
+        let hints_concept = Concept::Workload { subject: Subject::Tasks, model: Model::Static };
+        let mut with_hints = ContextHandler::new();
+        with_hints.provide_values(hints_concept, Origin::User, &hints[..]);
+        let assignment = workload.assign(&shape, &with_hints).unwrap();
+        let mut ctx = ContextHandler::new();
+        ctx.provide_assignment(Origin::Runtime, &assignment);
+        let plan = schedule.plan(&shape, &ctx).unwrap();
+        let claims = simulate(&plan, &shape, turns, None)
+            .map_err(|e| TestCaseError::fail(format!("{name} {shape:?}: {e}")))?;
+        check_exactly_once(claims, n)
+            .map_err(|e| TestCaseError::fail(format!("{name} {shape:?}: {e}")))?;
     }
 
     #[test]

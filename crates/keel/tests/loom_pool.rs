@@ -13,7 +13,7 @@
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use loom::sync::Arc;
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
 /// `state`: epoch in the high bits, parked-worker count in the low bits.
@@ -29,11 +29,13 @@ struct Shared {
     job: UnsafeCell<u64>,
     /// What each worker's job writes, read by the caller after the join.
     results: Vec<UnsafeCell<u64>>,
+    /// Where a sleeping caller waits for the last worker.
+    caller_wake: (Mutex<()>, Condvar),
 }
 
 const REGIONS: u64 = 2;
 
-fn worker(shared: &Shared, index: usize, caller: &thread::Thread) {
+fn worker(shared: &Shared, index: usize) {
     let mut seen = 0;
     for _ in 0..REGIONS {
         seen = loop {
@@ -53,7 +55,9 @@ fn worker(shared: &Shared, index: usize, caller: &thread::Thread) {
         let job = shared.job.with(|j| unsafe { *j });
         shared.results[index].with_mut(|r| unsafe { *r = job * 10 });
         if shared.join.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
-            caller.unpark();
+            let (lock, wake) = &shared.caller_wake;
+            drop(lock.lock().unwrap());
+            wake.notify_one();
         }
     }
 }
@@ -83,7 +87,12 @@ fn region(shared: &Shared, workers: &[thread::Thread], job: u64) {
                 )
                 .is_ok()
         {
-            thread::park();
+            let (lock, wake) = &shared.caller_wake;
+            let mut guard = lock.lock().unwrap();
+            while shared.join.load(Ordering::Acquire) / 2 != 0 {
+                guard = wake.wait(guard).unwrap();
+            }
+            break;
         }
     }
     for result in &shared.results {
@@ -103,13 +112,12 @@ fn model(workers: usize) {
             join: AtomicUsize::new(0),
             job: UnsafeCell::new(0),
             results: (0..workers).map(|_| UnsafeCell::new(0)).collect(),
+            caller_wake: (Mutex::new(()), Condvar::new()),
         });
-        let caller = thread::current();
         let handles: Vec<_> = (0..workers)
             .map(|index| {
                 let shared = Arc::clone(&shared);
-                let caller = caller.clone();
-                thread::spawn(move || worker(&shared, index, &caller))
+                thread::spawn(move || worker(&shared, index))
             })
             .collect();
         let threads: Vec<thread::Thread> = handles.iter().map(|h| h.thread().clone()).collect();

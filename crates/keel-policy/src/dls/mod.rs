@@ -287,6 +287,13 @@ pub trait LoopSchedule: Send + Sync + fmt::Debug {
         shape: &LoopShape,
         ctx: &'a ContextHandler<'_>,
     ) -> Result<Plan<'a>, PolicyError>;
+
+    /// A workload-aware schedule (`binlpt`, `greedy`): its iteration
+    /// assignment is made once by [`WorkloadSchedule::assign`] and offered
+    /// back to [`LoopSchedule::plan`] by the context.
+    fn as_workload(&self) -> Option<&WorkloadSchedule> {
+        None
+    }
 }
 
 /// Clamps a computed size to `[min_chunk, remaining]` and to at least 1.
@@ -393,6 +400,7 @@ mod static_steal;
 mod tap;
 mod tss;
 mod wf;
+mod workload;
 
 pub use af::{Af, AfVariant, AF_INITIAL_CHUNK, DEFAULT_DIVIDER};
 pub use awf_live::{AwfLive, AwfVariant};
@@ -410,6 +418,7 @@ pub use static_steal::{StaticSteal, STEAL_DIVISOR, STEAL_QUARTER_ABOVE};
 pub use tap::{Tap, DEFAULT_ALPHA};
 pub use tss::Tss;
 pub use wf::Weighted;
+pub use workload::{Assigned, Assignment, SharedAssignment, WorkloadSchedule, WORKLOAD_SCHEDULES};
 
 /// A plan for one loop instance: one variant per schedule (or per family of
 /// schedules sharing their arithmetic). `Copy`, and it borrows whatever
@@ -444,6 +453,8 @@ pub enum Plan<'a> {
     Af(Af),
     /// `static-steal`.
     StaticSteal(StaticSteal),
+    /// `binlpt`, `greedy`: ranges assigned once from workload hints.
+    Assigned(Assigned<'a>),
 }
 
 macro_rules! dispatch {
@@ -462,6 +473,7 @@ macro_rules! dispatch {
             Plan::AwfLive($rule) => $body,
             Plan::Af($rule) => $body,
             Plan::StaticSteal($rule) => $body,
+            Plan::Assigned($rule) => $body,
         }
     };
 }

@@ -26,8 +26,8 @@ use crate::spec::{Spec, SpecError, SpecValue};
 use super::inputs::Inputs;
 use super::{
     awf_live, bold, fac, fsc, tap, wf, Af, AfVariant, AwfVariant, Fac2, FacVariant, Gac, Guided,
-    GuidedRule, LoopSchedule, LoopShape, Plan, Ss, StaticBlock, StaticSteal, Tss, DEFAULT_ALPHA,
-    DEFAULT_DIVIDER,
+    GuidedRule, LoopSchedule, LoopShape, Plan, Ss, StaticBlock, StaticSteal, Tss, WorkloadSchedule,
+    DEFAULT_ALPHA, DEFAULT_DIVIDER, WORKLOAD_SCHEDULES,
 };
 
 /// The Auto4OMP portfolio in the order of its released code, the indices
@@ -241,6 +241,7 @@ fn positive(spec: &Spec, key: &str) -> Result<Option<u64>, PolicyError> {
 
 fn unknown(name: &str) -> PolicyError {
     let mut valid: Vec<String> = BUILTINS.iter().map(|b| b.name.to_string()).collect();
+    valid.extend(WORKLOAD_SCHEDULES.iter().map(|n| n.to_string()));
     valid.push("auto".to_string());
     PolicyError::UnknownPolicy {
         family: "loop schedule",
@@ -304,6 +305,16 @@ pub fn registry() -> Registry<dyn LoopSchedule> {
         })
         .expect("built-in names are unique and kebab-case");
     }
+    for name in WORKLOAD_SCHEDULES {
+        let summary = format!(
+            "the `{name}` mapping policy over per-iteration workload hints (.workload), \
+             computed once and reused until the hints change [chunk=k, and {name}'s own keys]"
+        );
+        r.register(name, &summary, |spec, _| {
+            Ok(Box::new(WorkloadSchedule::from_spec(spec)?) as Box<dyn LoopSchedule>)
+        })
+        .expect("workload schedule names are unique and kebab-case");
+    }
     r
 }
 
@@ -329,6 +340,11 @@ pub fn parse_schedule(text: &str) -> Result<(Box<dyn LoopSchedule>, Option<u64>)
     } else {
         spec.name.as_str()
     };
+    if WORKLOAD_SCHEDULES.contains(&name) {
+        let schedule = WorkloadSchedule::from_spec(&spec)?;
+        let chunk = schedule.chunk();
+        return Ok((Box::new(schedule), chunk));
+    }
     let builtin = BUILTINS
         .iter()
         .find(|b| b.name == name)

@@ -20,9 +20,9 @@
 mod claim;
 mod index;
 mod record;
+mod state;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,9 +30,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::concept::{Concept, Origin};
-use keel_policy::dls::{self, LoopSchedule, LoopShape, ThreadTiming, TimingBoard};
+use keel_policy::concept::{Concept, Model, Origin, Subject};
+use keel_policy::dls::{
+    self, LoopSchedule, LoopShape, SharedAssignment, ThreadTiming, TimingBoard, WorkloadSchedule,
+};
 use keel_policy::{ContextHandler, PolicyError};
+use smallvec::SmallVec;
+
+use state::{CachedAssignment, LoopState, Parsed};
 
 use crate::pool::{self, PoolError, ThreadPool};
 
@@ -105,6 +110,9 @@ pub struct Slot {
     /// Remaining home range for `static-steal` (owner takes from the front,
     /// thieves from the back).
     steal: Mutex<Range<u64>>,
+    /// Chunk-time sums for the iteration profile, as f64 bits (written only
+    /// in profiled instances): see [`claim::ProfileSums`].
+    profile: [AtomicU64; 4],
 }
 
 impl Slot {
@@ -152,6 +160,7 @@ pub struct ParallelLoop<'p, I> {
     chunk: Option<u64>,
     id: LoopId,
     weights: Option<Arc<[f64]>>,
+    workload: Option<&'p [f64]>,
 }
 
 /// A loop over `range` on the global pool; its identity is the caller's
@@ -165,6 +174,7 @@ pub fn parallel<I: LoopIndex>(range: Range<I>) -> ParallelLoop<'static, I> {
         chunk: None,
         id: LoopId::Site(Location::caller()),
         weights: None,
+        workload: None,
     }
 }
 
@@ -199,6 +209,7 @@ impl ThreadPool {
             chunk: None,
             id: LoopId::Site(Location::caller()),
             weights: None,
+            workload: None,
         }
     }
 }
@@ -224,6 +235,27 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     pub fn weights(mut self, weights: impl Into<Arc<[f64]>>) -> Self {
         self.weights = Some(weights.into());
         self
+    }
+
+    /// Per-iteration workload hints (one non-negative number per iteration,
+    /// any unit), for the workload-aware schedules `binlpt` and `greedy`
+    /// (BinLPT's `omp_set_workload`); other schedules ignore them. Such a
+    /// schedule maps the iterations once and reuses that assignment in later
+    /// instances of this loop until the hints (compared bit for bit), the
+    /// team or the chunk change.
+    pub fn workload<'w>(self, loads: &'w [f64]) -> ParallelLoop<'w, I>
+    where
+        'p: 'w,
+    {
+        ParallelLoop {
+            pool: self.pool,
+            range: self.range,
+            schedule: self.schedule,
+            chunk: self.chunk,
+            id: self.id,
+            weights: self.weights,
+            workload: Some(loads),
+        }
     }
 
     /// Names the loop, so that its records do not depend on the call site.
@@ -259,22 +291,47 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             None => (env_schedule()?, "KEEL_SCHEDULE"),
         };
         let schedule_error = |error| LoopError::Schedule { source_name, error };
-        let (schedule, spec_chunk, canonical) =
-            cached_schedule(self.id, text).map_err(schedule_error)?;
         let threads = pool.team_size_here();
-        let shape = LoopShape::new(iterations, threads, self.chunk.or(spec_chunk))
-            .map_err(schedule_error)?;
+        let loop_state = state::state_of(self.id);
 
-        let (profile, history) = record::with_record(self.id, |r| {
-            let history: smallvec::SmallVec<[f64; 32]> = r.history.iter().copied().collect();
-            (r.profile, history)
-        });
-        let profile_values = profile.map(|(mean, sd)| [mean, sd]);
+        // Before the fork: what this loop kept from its earlier instances.
+        let mut history: SmallVec<[f64; 32]> = SmallVec::new();
+        let (parsed, shape, profile, profiled, assignment) = {
+            let mut st = state::lock(&loop_state);
+            let parsed = parsed_schedule(&mut st, text).map_err(schedule_error)?;
+            let reads = |concept| {
+                parsed
+                    .schedule
+                    .requirements()
+                    .iter()
+                    .any(|r| r.concept == concept)
+            };
+            if reads(Concept::ThreadHistory) && st.record.history.len() == 2 * threads {
+                history.extend_from_slice(&st.record.history);
+            }
+            let profiled = reads(Concept::IterationProfile);
+            let profile = if profiled {
+                st.record.profile.map(|(mean, sd)| [mean, sd])
+            } else {
+                None
+            };
+            let shape = LoopShape::new(iterations, threads, self.chunk.or(parsed.chunk))
+                .map_err(schedule_error)?;
+            let assignment = match parsed.schedule.as_workload() {
+                Some(workload) => Some(
+                    assignment_for(&mut st, workload, &parsed, &shape, self.workload)
+                        .map_err(schedule_error)?,
+                ),
+                None => None,
+            };
+            (parsed, shape, profile, profiled, assignment)
+        };
+
         let mut ctx = ContextHandler::new();
-        if let Some(values) = &profile_values {
+        if let Some(values) = &profile {
             ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
         }
-        if history.len() == 2 * threads {
+        if !history.is_empty() {
             ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
         }
         if let Some(weights) = self
@@ -284,7 +341,13 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         {
             ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
         }
-        let plan = schedule.plan(&shape, &ctx).map_err(schedule_error)?;
+        if let Some(hints) = self.workload {
+            ctx.provide_values(HINTS, Origin::User, hints);
+        }
+        if let Some(assignment) = &assignment {
+            ctx.provide_assignment(Origin::Runtime, assignment);
+        }
+        let plan = parsed.schedule.plan(&shape, &ctx).map_err(schedule_error)?;
 
         let nested;
         let slots: &[CachePadded<Slot>] = if threads == pool.threads() {
@@ -306,31 +369,93 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             }
         }
         let instance = claim::Instance {
-            plan: &plan,
+            plan,
             n: iterations,
             shared: claim::Shared::new(),
             board: Board { slots },
             t0: Instant::now(),
-            name: &canonical,
+            name: &parsed.canonical,
+            profile: profiled,
             body,
         };
         pool.region(|team| claim::participate(team.index, &instance));
-        let t0 = instance.t0;
-        let t_par = t0.elapsed().as_secs_f64();
+        let t_par = instance.t0.elapsed().as_secs_f64();
 
-        let summary = record::with_record(self.id, |r| {
-            r.store(&canonical, iterations, slots, t_par);
-            LoopSummary {
-                id: self.id,
-                threads,
-                iterations,
-                chunks: r.last.total_chunks(),
-                t_par,
-                lib_percent: r.last.lib_percent,
-            }
-        });
-        Ok(summary)
+        let mut st = state::lock(&loop_state);
+        let record = &mut st.record;
+        record.store(&parsed.canonical, iterations, slots, t_par, profiled);
+        Ok(LoopSummary {
+            id: self.id,
+            threads,
+            iterations,
+            chunks: record.last.total_chunks(),
+            t_par,
+            lib_percent: record.last.lib_percent,
+        })
     }
+}
+
+/// The user's per-iteration hints, as a workload-aware schedule reads them.
+const HINTS: Concept = Concept::Workload {
+    subject: Subject::Tasks,
+    model: Model::Static,
+};
+
+/// The loop's schedule for `text`: parsed once per distinct text and then
+/// reused, so later instances neither parse nor allocate.
+fn parsed_schedule(st: &mut LoopState, text: &str) -> Result<Parsed, PolicyError> {
+    if let Some((cached_text, parsed)) = &st.parsed {
+        if cached_text == text {
+            return Ok(parsed.clone());
+        }
+    }
+    let (schedule, chunk) = dls::parse_schedule(text)?;
+    let parsed = Parsed {
+        canonical: Arc::from(schedule.spec().to_string()),
+        schedule: Arc::from(schedule),
+        chunk,
+    };
+    st.parsed = Some((text.to_string(), parsed.clone()));
+    Ok(parsed)
+}
+
+/// A workload-aware schedule's assignment: the cached one while the
+/// schedule, team, chunk and hints are unchanged, else a new one (counted in
+/// the record's `assignments`).
+fn assignment_for(
+    st: &mut LoopState,
+    workload: &WorkloadSchedule,
+    parsed: &Parsed,
+    shape: &LoopShape,
+    hints: Option<&[f64]>,
+) -> Result<SharedAssignment, PolicyError> {
+    let name = workload.spec().name;
+    let hints = hints.ok_or_else(|| PolicyError::InvalidParameter {
+        policy: name.clone(),
+        key: "workload".to_string(),
+        value: "none".to_string(),
+        expected: format!(
+            "per-iteration workload hints: `{name}` maps iterations by their loads; \
+             pass them with .workload(&loads)"
+        ),
+    })?;
+    if let Some(cached) = &st.assignment {
+        if cached.matches(&parsed.canonical, shape.threads, shape.chunk, hints) {
+            return Ok(Arc::clone(&cached.assignment));
+        }
+    }
+    let mut ctx = ContextHandler::new();
+    ctx.provide_values(HINTS, Origin::User, hints);
+    let assignment = Arc::new(workload.assign(shape, &ctx)?);
+    st.record.assignments += 1;
+    st.assignment = Some(CachedAssignment {
+        canonical: Arc::clone(&parsed.canonical),
+        threads: shape.threads,
+        chunk: shape.chunk,
+        hints: hints.iter().map(|h| h.to_bits()).collect(),
+        assignment: Arc::clone(&assignment),
+    });
+    Ok(assignment)
 }
 
 /// `KEEL_SCHEDULE`, read once (as OpenMP reads `OMP_SCHEDULE`); `auto` when unset.
@@ -345,26 +470,4 @@ fn env_schedule() -> Result<&'static str, LoopError> {
                 .unwrap_or_else(|| "auto".to_string())
         })
         .as_str())
-}
-
-/// A parsed schedule, its spec's chunk, and its canonical spec text.
-type Parsed = (Arc<dyn LoopSchedule>, Option<u64>, Arc<str>);
-
-/// Parses each distinct schedule text once per loop and reuses the policy
-/// object, so a loop's later instances neither parse nor allocate.
-fn cached_schedule(id: LoopId, text: &str) -> Result<Parsed, PolicyError> {
-    type Cache = Mutex<HashMap<LoopId, (String, Parsed)>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((cached_text, parsed)) = cache.get(&id) {
-        if cached_text == text {
-            return Ok(parsed.clone());
-        }
-    }
-    let (schedule, chunk) = dls::parse_schedule(text)?;
-    let canonical: Arc<str> = Arc::from(schedule.spec().to_string());
-    let parsed: Parsed = (Arc::from(schedule), chunk, canonical);
-    cache.insert(id, (text.to_string(), parsed.clone()));
-    Ok(parsed)
 }

@@ -3,16 +3,16 @@
 //! loop keeps its own measurements across instances; the selection methods
 //! and adaptive schedules read them, and users can query them.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::panic::Location;
-use std::sync::{Mutex, OnceLock};
 
 use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 
+use super::claim::ProfileSums;
+use super::state;
 use super::Slot;
 
 /// Identity of a loop across its instances.
@@ -70,15 +70,18 @@ pub struct LoopRecord {
     pub instances: u64,
     /// The latest instance.
     pub last: InstanceStats,
-    /// Mean and standard deviation of the time per iteration measured on the
-    /// latest instance, for schedules that need a profile (FSC, FAC, TAP,
-    /// BOLD): the mean is busy time over iterations; the deviation is that of
-    /// the participants' own per-iteration means (an estimate: Keel does not
-    /// time single iterations).
+    /// Mean and standard deviation of the time per iteration, in seconds,
+    /// from the latest instance whose schedule reads a profile (FSC, FAC,
+    /// TAP, BOLD): Keel times each chunk of such instances and estimates
+    /// both from the chunk times (`claim::ProfileSums`), without timing
+    /// single iterations. Instances of other schedules leave it unchanged.
     pub profile: Option<(f64, f64)>,
     /// AWF's time-step-weighted history, two entries per participant:
     /// Σ s·W_i (iterations) and Σ s·T_i (seconds) over instances s = 1, 2, ….
     pub history: Vec<f64>,
+    /// How many times a workload-aware schedule (`binlpt`, `greedy`) computed
+    /// its iteration assignment; the other instances reused one.
+    pub assignments: u64,
 }
 
 impl LoopRecord {
@@ -90,6 +93,7 @@ impl LoopRecord {
         iterations: u64,
         slots: &[CachePadded<Slot>],
         t_par: f64,
+        profiled: bool,
     ) {
         let f64_of =
             |word: &std::sync::atomic::AtomicU64| f64::from_bits(word.load(Ordering::Relaxed));
@@ -113,23 +117,16 @@ impl LoopRecord {
             .extend(slots.iter().map(|s| s.iterations.load(Ordering::Relaxed)));
         last.lib_percent = keel_policy::metrics::lib_percent(&last.finish);
 
-        // Profile for the next instance: time per iteration, and the spread
-        // of the participants' own per-iteration means.
-        let per_thread = || {
-            last.busy
-                .iter()
-                .zip(&last.thread_iterations)
-                .filter(|(_, &n)| n > 0)
-                .map(|(&b, &n)| b / n as f64)
-        };
-        self.profile = (iterations > 0).then(|| {
-            let mean = last.busy.iter().sum::<f64>() / iterations as f64;
-            let count = per_thread().count() as f64;
-            let avg = per_thread().sum::<f64>() / count.max(1.0);
-            let var =
-                per_thread().map(|x| (x - avg) * (x - avg)).sum::<f64>() / (count - 1.0).max(1.0);
-            (mean, var.sqrt())
-        });
+        if profiled {
+            let mut sums = ProfileSums::default();
+            for slot in slots {
+                let bits = std::array::from_fn(|i| slot.profile[i].load(Ordering::Relaxed));
+                sums.merge(ProfileSums::from_bits(bits));
+            }
+            if let Some(profile) = sums.profile() {
+                self.profile = Some(profile);
+            }
+        }
 
         // AWF: time-step-weighted work and time per participant.
         if self.history.len() != 2 * slots.len() {
@@ -144,39 +141,27 @@ impl LoopRecord {
     }
 }
 
-type Records = Mutex<HashMap<LoopId, LoopRecord>>;
-
-fn records() -> &'static Records {
-    static RECORDS: OnceLock<Records> = OnceLock::new();
-    RECORDS.get_or_init(Default::default)
-}
-
-/// Runs `f` on the record of `id`, creating it on first use.
-pub(crate) fn with_record<R>(id: LoopId, f: impl FnOnce(&mut LoopRecord) -> R) -> R {
-    let mut map = records().lock().unwrap_or_else(|e| e.into_inner());
-    f(map.entry(id).or_default())
-}
-
 /// A copy of the record of loop `id`, if it has run.
 pub fn record(id: LoopId) -> Option<LoopRecord> {
-    records()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&id)
-        .cloned()
+    let state = state::existing(id)?;
+    let state = state::lock(&state);
+    (state.record.instances > 0).then(|| state.record.clone())
 }
 
 /// Copies of every loop's record, in no particular order.
 pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
-    records()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .map(|(id, r)| (*id, r.clone()))
-        .collect()
+    let mut all = Vec::new();
+    state::for_each_state(|id, state| {
+        if state.record.instances > 0 {
+            all.push((id, state.record.clone()));
+        }
+    });
+    all
 }
 
-/// Forgets every record (tests, or a program starting a new phase).
+/// Forgets every record (tests, or a program starting a new phase). Parsed
+/// schedules and iteration assignments are kept: they depend only on their
+/// inputs, which are checked on every instance.
 pub fn clear_records() {
-    records().lock().unwrap_or_else(|e| e.into_inner()).clear();
+    state::for_each_state(|_, state| state.record = LoopRecord::default());
 }

@@ -8,7 +8,7 @@ use std::any::Any;
 use std::cell::{Cell, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 
 use crossbeam_utils::CachePadded;
@@ -56,26 +56,43 @@ struct Shared {
     id: usize,
     threads: usize,
     spins: u32,
-    /// Epoch and parked-worker count (see [`EPOCH_ONE`]).
-    state: CachePadded<AtomicU64>,
+    /// What a worker reads to start a region, in one cache line.
+    fork: CachePadded<Fork>,
     /// Running workers × 2, plus [`CALLER_SLEEPS`].
     join: CachePadded<AtomicUsize>,
+    /// Where a sleeping caller waits for the last worker (README: Join).
+    caller_wake: (Mutex<()>, Condvar),
+    /// What only callers write, on a line no worker reads in a clean region
+    /// (sharing one would cost a cache miss per lock and unlock).
+    caller_side: CachePadded<CallerSide>,
+    workers: OnceLock<Vec<Thread>>,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+struct CallerSide {
+    /// One region at a time per pool.
+    region: Mutex<()>,
+    /// Set when a participant panicked, so a clean join skips `panic`'s lock.
+    panicked: AtomicBool,
+}
+
+/// The epoch word and the job it publishes share a cache line, so a worker
+/// that sees a new epoch already holds the job pointer.
+struct Fork {
+    /// Epoch and parked-worker count (see [`EPOCH_ONE`]).
+    state: AtomicU64,
     /// The current region's job; written by the caller under `region` before
     /// a new epoch publishes it, read by workers after they see that epoch.
     job: UnsafeCell<Option<*const Job<'static>>>,
-    /// The current region's caller, to wake it at the join.
-    caller: UnsafeCell<Option<Thread>>,
-    workers: OnceLock<Vec<Thread>>,
-    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// Set by the pool's drop before its last epoch.
     shutdown: AtomicBool,
-    region: Mutex<()>,
 }
 
-// SAFETY: `job` and `caller` are written only by the thread holding `region`
-// before it publishes them with the epoch increment (AcqRel), and read only
-// by workers after they observe that epoch (Acquire) and before they
-// decrement `join`, which the writer waits to see at zero before writing
-// again. Everything else is atomic or behind a mutex.
+// SAFETY: `job` is written only by the thread holding `region` before it
+// publishes it with the epoch increment (AcqRel), and read only by workers
+// after they observe that epoch (Acquire) and before they decrement `join`,
+// which the writer waits to see at zero before writing again. Everything
+// else is atomic or behind a mutex.
 unsafe impl Sync for Shared {}
 // SAFETY: the raw job pointer is only dereferenced during the region that
 // owns it (see above); the rest is Send.
@@ -167,14 +184,19 @@ impl ThreadPool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             threads,
             spins,
-            state: CachePadded::new(AtomicU64::new(0)),
+            fork: CachePadded::new(Fork {
+                state: AtomicU64::new(0),
+                job: UnsafeCell::new(None),
+                shutdown: AtomicBool::new(false),
+            }),
             join: CachePadded::new(AtomicUsize::new(0)),
-            job: UnsafeCell::new(None),
-            caller: UnsafeCell::new(None),
+            caller_wake: (Mutex::new(()), Condvar::new()),
             workers: OnceLock::new(),
+            caller_side: CachePadded::new(CallerSide {
+                region: Mutex::new(()),
+                panicked: AtomicBool::new(false),
+            }),
             panic: Mutex::new(None),
-            shutdown: AtomicBool::new(false),
-            region: Mutex::new(()),
         });
         let cores = if pin {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -258,12 +280,13 @@ impl ThreadPool {
             return;
         }
         let shared = &*self.shared;
-        let _region = shared.region.lock().unwrap_or_else(|e| e.into_inner());
+        let _region = shared.caller_side.region.lock().unwrap_or_else(|e| e.into_inner());
         let job = |index: usize| {
             if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(Team { index, size })))
             {
                 let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
                 slot.get_or_insert(payload);
+                shared.caller_side.panicked.store(true, Ordering::Relaxed);
             }
         };
         let job_ref: &Job<'_> = &job;
@@ -273,16 +296,15 @@ impl ThreadPool {
         let job_ptr: *const Job<'static> =
             unsafe { std::mem::transmute::<&Job<'_>, &Job<'static>>(job_ref) };
         // SAFETY: we hold `region`; workers are all waiting for the next
-        // epoch, so nobody reads `job` or `caller` now (README: Fork).
+        // epoch, so nobody reads `job` now (README: Fork).
         unsafe {
-            *shared.job.get() = Some(job_ptr);
-            *shared.caller.get() = Some(thread::current());
+            *shared.fork.job.get() = Some(job_ptr);
         }
         shared.join.store(2 * (size - 1), Ordering::Relaxed);
-        // Publishes job, caller and join (Release), and tells whether any
-        // worker announced sleep before this epoch: one word, so a worker
-        // either saw this epoch or is counted here (README: Wait).
-        let before = shared.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
+        // Publishes job and join (Release), and tells whether any worker
+        // announced sleep before this epoch: one word, so a worker either
+        // saw this epoch or is counted here (README: Wait).
+        let before = shared.fork.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
         if before & SLEEPERS != 0 {
             if let Some(workers) = shared.workers.get() {
                 for worker in workers {
@@ -296,6 +318,12 @@ impl ThreadPool {
         IN_POOL.with(|p| p.set(outer));
         self.wait_for_workers();
 
+        // Relaxed: `join`'s Acquire above already ordered the panicking
+        // participant's store before this load.
+        if !shared.caller_side.panicked.load(Ordering::Relaxed) {
+            return;
+        }
+        shared.caller_side.panicked.store(false, Ordering::Relaxed);
         let payload = shared
             .panic
             .lock()
@@ -334,7 +362,14 @@ impl ThreadPool {
                     )
                     .is_ok();
             if asleep {
-                thread::park();
+                // The last worker notifies under this mutex after its
+                // decrement, so checking `join` under it cannot miss it.
+                let (lock, wake) = &shared.caller_wake;
+                let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while shared.join.load(Ordering::Acquire) / 2 != 0 {
+                    guard = wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+                }
+                return;
             }
         }
     }
@@ -342,8 +377,8 @@ impl ThreadPool {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        self.shared.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
+        self.shared.fork.shutdown.store(true, Ordering::Relaxed);
+        self.shared.fork.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
         for handle in &self.handles {
             handle.thread().unpark();
         }
@@ -367,23 +402,21 @@ fn worker_main(shared: &Shared, index: usize) {
     let mut seen = 0u64;
     loop {
         seen = wait_for_epoch(shared, seen);
-        if shared.shutdown.load(Ordering::SeqCst) {
+        // Relaxed: the epoch's Acquire ordered the drop's store before it.
+        if shared.fork.shutdown.load(Ordering::Relaxed) {
             return;
         }
         // SAFETY: the new epoch published `job` (README: Fork); the caller
         // keeps the closure alive until we decrement `join` below.
-        let job = unsafe { (*shared.job.get()).expect("a published region has a job") };
+        let job = unsafe { (*shared.fork.job.get()).expect("a published region has a job") };
         // SAFETY: as above; `job` points to the caller's live closure.
         unsafe { (*job)(index) };
-        // Clone the caller's handle before the decrement: once `join` is
-        // zero the caller may return and start a region that replaces it.
-        // SAFETY: `caller` was written before the epoch we observed and is
-        // not rewritten before our decrement below.
-        let caller = unsafe { (*shared.caller.get()).clone() };
         if shared.join.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
-            if let Some(caller) = caller {
-                caller.unpark();
-            }
+            // The caller sleeps on the pool's condition variable, which
+            // outlives the region: nothing of the region is touched here.
+            let (lock, wake) = &shared.caller_wake;
+            drop(lock.lock().unwrap_or_else(|e| e.into_inner()));
+            wake.notify_one();
         }
     }
 }
@@ -391,7 +424,7 @@ fn worker_main(shared: &Shared, index: usize) {
 fn wait_for_epoch(shared: &Shared, seen: u64) -> u64 {
     let mut spins = 0u32;
     loop {
-        let state = shared.state.load(Ordering::Acquire);
+        let state = shared.fork.state.load(Ordering::Acquire);
         if state / EPOCH_ONE != seen {
             return state / EPOCH_ONE;
         }
@@ -403,12 +436,13 @@ fn wait_for_epoch(shared: &Shared, seen: u64) -> u64 {
         // Announce sleep only if the epoch has not moved: the caller's
         // epoch increment on the same word then sees us and unparks.
         if shared
+            .fork
             .state
             .compare_exchange(state, state + 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             thread::park();
-            shared.state.fetch_sub(1, Ordering::AcqRel);
+            shared.fork.state.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }

@@ -1,0 +1,132 @@
+//! What Keel keeps per loop across its instances: the parsed schedule, the
+//! measurements ([`LoopRecord`]), and a workload-aware schedule's iteration
+//! assignment. One [`LoopState`] per [`LoopId`], behind its own mutex, so
+//! loops never contend with each other and a loop's instances take two
+//! short uncontended locks (before the fork and after the join).
+//!
+//! Finding a loop's state must cost next to nothing in an empty loop (the
+//! issue's goal is a few hundred nanoseconds for fork + join), so each thread
+//! keeps its most recently used states in a small cache keyed by the
+//! `&'static Location` pointer (or name pointer) and reaches the global map —
+//! a hashed lookup under a lock — only on a miss.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use keel_policy::dls::{LoopSchedule, SharedAssignment};
+
+use super::record::LoopRecord;
+use super::LoopId;
+
+/// A schedule parsed from a spec text, with the spec's chunk and its
+/// canonical spec text.
+#[derive(Clone)]
+pub(crate) struct Parsed {
+    pub(crate) schedule: Arc<dyn LoopSchedule>,
+    pub(crate) chunk: Option<u64>,
+    pub(crate) canonical: Arc<str>,
+}
+
+/// A workload-aware schedule's assignment and what it was made from; reused
+/// while all of it is unchanged (the ARTful paper's multiloop support).
+pub(crate) struct CachedAssignment {
+    pub(crate) canonical: Arc<str>,
+    pub(crate) threads: usize,
+    pub(crate) chunk: Option<u64>,
+    /// The hints' bit patterns: equal bits, equal assignment.
+    pub(crate) hints: Vec<u64>,
+    pub(crate) assignment: SharedAssignment,
+}
+
+impl CachedAssignment {
+    pub(crate) fn matches(
+        &self,
+        canonical: &str,
+        threads: usize,
+        chunk: Option<u64>,
+        hints: &[f64],
+    ) -> bool {
+        *self.canonical == *canonical
+            && self.threads == threads
+            && self.chunk == chunk
+            && self.hints.len() == hints.len()
+            && self.hints.iter().zip(hints).all(|(&a, b)| a == b.to_bits())
+    }
+}
+
+/// Everything kept about one loop.
+#[derive(Default)]
+pub(crate) struct LoopState {
+    /// The last schedule text seen and what it parsed to.
+    pub(crate) parsed: Option<(String, Parsed)>,
+    pub(crate) record: LoopRecord,
+    pub(crate) assignment: Option<CachedAssignment>,
+}
+
+pub(crate) type SharedState = Arc<Mutex<LoopState>>;
+
+fn states() -> &'static Mutex<HashMap<LoopId, SharedState>> {
+    static STATES: OnceLock<Mutex<HashMap<LoopId, SharedState>>> = OnceLock::new();
+    STATES.get_or_init(Default::default)
+}
+
+/// Per-thread cache size: loops a thread alternates between without a miss.
+const RECENT: usize = 8;
+
+thread_local! {
+    static RECENT_STATES: RefCell<([Option<(LoopId, SharedState)>; RECENT], usize)> =
+        RefCell::new((Default::default(), 0));
+}
+
+/// Pointer equality first: one call site's `Location` is one static, so the
+/// cache almost always hits on it; value equality covers a site whose
+/// location the compiler duplicated (generic code in several units).
+fn same(a: LoopId, b: LoopId) -> bool {
+    match (a, b) {
+        (LoopId::Site(x), LoopId::Site(y)) => std::ptr::eq(x, y),
+        (LoopId::Named(x), LoopId::Named(y)) => std::ptr::eq(x, y),
+        _ => false,
+    }
+}
+
+/// The state of loop `id`, created on first use.
+pub(crate) fn state_of(id: LoopId) -> SharedState {
+    RECENT_STATES.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        let (slots, next) = &mut *recent;
+        if let Some((_, state)) = slots.iter().flatten().find(|(k, _)| same(*k, id)) {
+            return Arc::clone(state);
+        }
+        let state = {
+            let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(map.entry(id).or_default())
+        };
+        slots[*next] = Some((id, Arc::clone(&state)));
+        *next = (*next + 1) % RECENT;
+        state
+    })
+}
+
+/// Locks a loop's state. A panic never happens while it is held (user code
+/// runs outside), but a poisoned lock is recovered all the same.
+pub(crate) fn lock(state: &Mutex<LoopState>) -> MutexGuard<'_, LoopState> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on every loop's state.
+pub(crate) fn for_each_state(mut f: impl FnMut(LoopId, &mut LoopState)) {
+    let map = states().lock().unwrap_or_else(|e| e.into_inner());
+    for (id, state) in map.iter() {
+        f(*id, &mut lock(state));
+    }
+}
+
+/// The state of `id` if the loop has been seen.
+pub(crate) fn existing(id: LoopId) -> Option<SharedState> {
+    states()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&id)
+        .cloned()
+}
