@@ -341,6 +341,32 @@ proptest! {
     }
 
     #[test]
+    fn rules_that_ignore_request_numbers_say_so(
+        n in 1u64..1_000_000,
+        p in 1..=16usize,
+        number in 1u64..10_000,
+        thread_pick in any::<prop::sample::Index>(),
+    ) {
+        // The context numbers requests only for rules that declare it; a rule
+        // that read the number without declaring it would see 0 forever.
+        let shape = LoopShape::new(n, p, None).unwrap();
+        let ctx = ContextHandler::new();
+        let board = vec![ThreadTiming::default(); p];
+        let thread = thread_pick.index(p);
+        for spec in all_specs() {
+            let plan = registry().build(&spec).unwrap().plan(&shape, &ctx).unwrap();
+            if plan.claim() != Claim::Remaining || plan.numbers_requests() {
+                continue;
+            }
+            let ask = |number: u64| {
+                let mut local = ThreadLocal::default();
+                plan.next_size(n / 2 + 1, Request { thread, number }, &mut local, &board)
+            };
+            prop_assert_eq!(ask(0), ask(number), "{}", spec);
+        }
+    }
+
+    #[test]
     fn workload_schedules_are_claimed_exactly_once(
         name in prop::sample::select(&["binlpt", "binlpt:chunks=5", "binlpt:cut=improved", "greedy"][..]),
         hints in prop::collection::vec(0.0f64..1e3, 0..500),

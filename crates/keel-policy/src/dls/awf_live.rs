@@ -119,6 +119,10 @@ pub(crate) fn plan<'a>(
 }
 
 impl Rule for AwfLive<'_> {
+    fn numbers_requests(&self) -> bool {
+        true
+    }
+
     fn claim(&self) -> Claim {
         Claim::Remaining
     }

@@ -123,6 +123,10 @@ pub(crate) fn plan<'a>(inputs: &Inputs<'a, '_>) -> Result<Plan<'a>, PolicyError>
 }
 
 impl Rule for Bold {
+    fn numbers_requests(&self) -> bool {
+        true
+    }
+
     fn claim(&self) -> Claim {
         Claim::Remaining
     }

@@ -89,6 +89,10 @@ pub(crate) fn plan<'a>(
 }
 
 impl Rule for Fac {
+    fn numbers_requests(&self) -> bool {
+        true
+    }
+
     fn claim(&self) -> Claim {
         Claim::Remaining
     }

@@ -349,6 +349,13 @@ pub trait Rule: Copy + fmt::Debug {
         None
     }
 
+    /// [`Claim::Remaining`]: whether [`Rule::next_size`] reads
+    /// [`Request::number`]; the context numbers requests (one more shared
+    /// atomic per chunk) only for rules that do.
+    fn numbers_requests(&self) -> bool {
+        false
+    }
+
     /// [`Claim::Remaining`]: size of the next chunk (the context clamps it to
     /// `[1, remaining]`).
     fn next_size(
@@ -495,6 +502,12 @@ impl Plan<'_> {
     #[inline]
     pub fn static_block(&self, thread: usize, round: u64) -> Option<Chunk> {
         dispatch!(self, r => r.static_block(thread, round))
+    }
+
+    /// See [`Rule::numbers_requests`].
+    #[inline]
+    pub fn numbers_requests(&self) -> bool {
+        dispatch!(self, r => r.numbers_requests())
     }
 
     /// See [`Rule::chunk_at`].

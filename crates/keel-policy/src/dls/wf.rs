@@ -66,6 +66,10 @@ pub(crate) fn plan_awf<'a>(inputs: &Inputs<'a, '_>) -> Result<Plan<'a>, PolicyEr
 }
 
 impl Rule for Weighted<'_> {
+    fn numbers_requests(&self) -> bool {
+        true
+    }
+
     fn claim(&self) -> Claim {
         Claim::Remaining
     }

@@ -37,7 +37,7 @@ use keel_policy::dls::{
 use keel_policy::{ContextHandler, PolicyError};
 use smallvec::SmallVec;
 
-use state::{CachedAssignment, LoopState, Parsed};
+use state::{CachedAssignment, LoopState, Parsed, ParsedSchedule};
 
 use crate::pool::{self, PoolError, ThreadPool};
 
@@ -297,7 +297,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         // Before the fork: what this loop kept from its earlier instances.
         let mut history: SmallVec<[f64; 32]> = SmallVec::new();
         let (parsed, shape, profile, profiled, assignment) = {
-            let mut st = state::lock(&loop_state);
+            let mut st = state::lock(loop_state);
             let parsed = parsed_schedule(&mut st, text).map_err(schedule_error)?;
             let reads = |concept| {
                 parsed
@@ -381,7 +381,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         pool.region(|team| claim::participate(team.index, &instance));
         let t_par = instance.t0.elapsed().as_secs_f64();
 
-        let mut st = state::lock(&loop_state);
+        let mut st = state::lock(loop_state);
         let record = &mut st.record;
         record.store(&parsed.canonical, iterations, slots, t_par, profiled);
         Ok(LoopSummary {
@@ -406,16 +406,16 @@ const HINTS: Concept = Concept::Workload {
 fn parsed_schedule(st: &mut LoopState, text: &str) -> Result<Parsed, PolicyError> {
     if let Some((cached_text, parsed)) = &st.parsed {
         if cached_text == text {
-            return Ok(parsed.clone());
+            return Ok(Arc::clone(parsed));
         }
     }
     let (schedule, chunk) = dls::parse_schedule(text)?;
-    let parsed = Parsed {
-        canonical: Arc::from(schedule.spec().to_string()),
-        schedule: Arc::from(schedule),
+    let parsed = Arc::new(ParsedSchedule {
+        canonical: schedule.spec().to_string(),
+        schedule,
         chunk,
-    };
-    st.parsed = Some((text.to_string(), parsed.clone()));
+    });
+    st.parsed = Some((text.to_string(), Arc::clone(&parsed)));
     Ok(parsed)
 }
 
@@ -449,7 +449,7 @@ fn assignment_for(
     let assignment = Arc::new(workload.assign(shape, &ctx)?);
     st.record.assignments += 1;
     st.assignment = Some(CachedAssignment {
-        canonical: Arc::clone(&parsed.canonical),
+        canonical: parsed.canonical.clone(),
         threads: shape.threads,
         chunk: shape.chunk,
         hints: hints.iter().map(|h| h.to_bits()).collect(),

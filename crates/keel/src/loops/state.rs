@@ -20,18 +20,20 @@ use super::record::LoopRecord;
 use super::LoopId;
 
 /// A schedule parsed from a spec text, with the spec's chunk and its
-/// canonical spec text.
-#[derive(Clone)]
-pub(crate) struct Parsed {
-    pub(crate) schedule: Arc<dyn LoopSchedule>,
+/// canonical spec text; shared by one `Arc`, so an instance takes one
+/// reference count, not one per field.
+pub(crate) struct ParsedSchedule {
+    pub(crate) schedule: Box<dyn LoopSchedule>,
     pub(crate) chunk: Option<u64>,
-    pub(crate) canonical: Arc<str>,
+    pub(crate) canonical: String,
 }
+
+pub(crate) type Parsed = Arc<ParsedSchedule>;
 
 /// A workload-aware schedule's assignment and what it was made from; reused
 /// while all of it is unchanged (the ARTful paper's multiloop support).
 pub(crate) struct CachedAssignment {
-    pub(crate) canonical: Arc<str>,
+    pub(crate) canonical: String,
     pub(crate) threads: usize,
     pub(crate) chunk: Option<u64>,
     /// The hints' bit patterns: equal bits, equal assignment.
@@ -47,7 +49,7 @@ impl CachedAssignment {
         chunk: Option<u64>,
         hints: &[f64],
     ) -> bool {
-        *self.canonical == *canonical
+        self.canonical == canonical
             && self.threads == threads
             && self.chunk == chunk
             && self.hints.len() == hints.len()
@@ -64,7 +66,11 @@ pub(crate) struct LoopState {
     pub(crate) assignment: Option<CachedAssignment>,
 }
 
-pub(crate) type SharedState = Arc<Mutex<LoopState>>;
+/// A loop's state lives as long as the program, like the code of the loop
+/// it describes (LLVM keeps its per-loop records the same way): it is
+/// leaked once per distinct loop, so that finding it costs no reference
+/// count.
+pub(crate) type SharedState = &'static Mutex<LoopState>;
 
 fn states() -> &'static Mutex<HashMap<LoopId, SharedState>> {
     static STATES: OnceLock<Mutex<HashMap<LoopId, SharedState>>> = OnceLock::new();
@@ -95,14 +101,14 @@ pub(crate) fn state_of(id: LoopId) -> SharedState {
     RECENT_STATES.with(|recent| {
         let mut recent = recent.borrow_mut();
         let (slots, next) = &mut *recent;
-        if let Some((_, state)) = slots.iter().flatten().find(|(k, _)| same(*k, id)) {
-            return Arc::clone(state);
+        if let Some(&(_, state)) = slots.iter().flatten().find(|(k, _)| same(*k, id)) {
+            return state;
         }
-        let state = {
+        let state: SharedState = {
             let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(map.entry(id).or_default())
+            map.entry(id).or_insert_with(|| Box::leak(Box::default()))
         };
-        slots[*next] = Some((id, Arc::clone(&state)));
+        slots[*next] = Some((id, state));
         *next = (*next + 1) % RECENT;
         state
     })
@@ -128,5 +134,5 @@ pub(crate) fn existing(id: LoopId) -> Option<SharedState> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(&id)
-        .cloned()
+        .copied()
 }
