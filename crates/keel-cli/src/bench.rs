@@ -152,12 +152,17 @@ pub fn run_schedule(
     // One loop identity per workload and schedule, so that adaptive and
     // selecting schedules see only their own history.
     let id: &'static str = Box::leak(format!("keel bench loops/{}/{schedule}", w.spec()).into());
+    // The workload-aware schedules (binlpt, greedy) map iterations by these
+    // hints; the others ignore them. They are the model's exact work, the
+    // best estimate a user could give (BinLPT's premise).
+    let hints: Vec<f64> = w.work().iter().map(|&u| u as f64).collect();
     let mut times = Vec::with_capacity(reps);
     let mut last = None;
     for _ in 0..reps.max(1) {
         let mut l = keel::parallel(0..w.iterations())
             .schedule(schedule.to_string())
-            .id(id);
+            .id(id)
+            .workload(&hints);
         if let Some(k) = chunk {
             l = l.chunk(k);
         }
@@ -268,7 +273,7 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
     )?;
     writeln!(
         out,
-        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB % = (1 − mean/max finish)·100; chunks and LIB of the last instance"
+        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB % = (1 − mean/max finish)·100; chunks and LIB of the last instance; binlpt and greedy get the exact per-iteration work as hints"
     )?;
     for w in &report.workloads {
         writeln!(out)?;
