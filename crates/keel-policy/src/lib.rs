@@ -24,6 +24,7 @@ pub mod error;
 pub mod mapping;
 pub mod metrics;
 pub mod registry;
+pub mod select;
 pub mod spec;
 
 pub use concept::{Concept, Model, Origin, Requirement, Subject};

@@ -26,6 +26,7 @@ pub mod generate;
 pub mod loops;
 mod params;
 mod problem;
+pub mod steps;
 pub mod trace;
 
 pub use error::{TraceError, WorkloadError};

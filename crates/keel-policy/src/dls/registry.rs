@@ -8,10 +8,13 @@
 //! - The spec grammar `name:key=value,...` for schedule parameters:
 //!   `tap:alpha=0.5`, `af:divider=4`, `ss:chunk=8`.
 //!
-//! `dynamic` is `ss` and `guided` is `gss` (both registered as aliases);
-//! `auto` is `gac` until schedule selection exists, and is understood by
-//! [`parse_schedule`] only: `auto,<method>` is reserved for the selection
-//! methods. Every schedule accepts `chunk=k` (`k >= 1`); a `chunk` in the
+//! `dynamic` is `ss` and `guided` is `gss` (both registered as aliases).
+//! `auto[,method]` is schedule *selection*, read by
+//! [`crate::select::parse_setting`] (`auto` alone = `auto,keel`); this
+//! function returns single schedules only, so here `auto` alone resolves to
+//! its fixed fallback `gac` (what LLVM's `auto` is) and `auto,<method>` is
+//! an error pointing at the selection parser. Every schedule accepts
+//! `chunk=k` (`k >= 1`); a `chunk` in the
 //! spec is the schedule's default, which a loop's own chunk parameter
 //! ([`LoopShape::chunk`]) overrides.
 
@@ -48,11 +51,12 @@ pub const AUTO4OMP_PORTFOLIO: [&str; 12] = [
     "maf",
 ];
 
-/// What `auto` means until schedule selection exists.
+/// The fixed schedule [`parse_schedule`] gives for `auto` alone (the
+/// selection itself is [`crate::select::parse_setting`]'s).
 const AUTO: &str = "gac";
 
-/// The selection methods `auto,<method>` is reserved for.
-const SELECTION_METHODS: [&str; 4] = ["keel", "expert", "exhaustive", "random"];
+/// The selection methods `auto,<method>` names.
+const SELECTION_METHODS: [&str; 4] = crate::select::METHOD_NAMES;
 
 /// Parameters of a built-in schedule, from its spec.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -294,8 +298,8 @@ impl LoopSchedule for Schedule {
 }
 
 /// The `loop schedule` registry with every built-in name (aliases
-/// included). `auto` is not registered: it is resolved by
-/// [`parse_schedule`], so that selection can take the name over later.
+/// included). `auto` is not registered: it is selection, parsed by
+/// [`crate::select::parse_setting`] (and by [`parse_schedule`] as `gac`).
 pub fn registry() -> Registry<dyn LoopSchedule> {
     let mut r: Registry<dyn LoopSchedule> = Registry::empty("loop schedule");
     for builtin in &BUILTINS {
@@ -320,6 +324,9 @@ pub fn registry() -> Registry<dyn LoopSchedule> {
 
 /// Parses `KEEL_SCHEDULE` text: OpenMP's `kind[,chunk]` or the spec grammar
 /// `name:key=value,...`, returning the schedule and its chunk parameter.
+/// A single schedule only: a context that supports selection reads the text
+/// with [`crate::select::parse_setting`], which handles `auto[,method]` and
+/// calls this for everything else.
 ///
 /// ```
 /// use keel_policy::dls::{parse_schedule, LoopSchedule};
@@ -377,9 +384,10 @@ fn openmp_spec(text: &str) -> Result<Spec, PolicyError> {
     let chunk = chunk.trim();
     let at = kind.len() + 1;
     if name == "auto" {
-        let expected = if SELECTION_METHODS.contains(&chunk) {
-            "nothing yet: the selection methods (auto,keel|expert|exhaustive|random) are not \
-             implemented; `auto` alone runs gac"
+        let expected = if SELECTION_METHODS.contains(&chunk.to_ascii_lowercase().as_str()) {
+            "a single schedule: `auto,<method>` selects per loop instance and is not one \
+             schedule; read it with keel_policy::select::parse_setting (parse_schedule \
+             resolves `auto` alone to gac, its fixed fallback)"
         } else {
             "nothing: `auto` takes no chunk (auto,keel|expert|exhaustive|random are reserved \
              for schedule selection)"

@@ -37,12 +37,16 @@ use keel_policy::dls::{
 use keel_policy::{ContextHandler, PolicyError};
 use smallvec::SmallVec;
 
-use state::{CachedAssignment, LoopState, Parsed, ParsedSchedule};
+use keel_policy::select::{self, Measurement, Setting};
+use state::{CachedAssignment, LoopState, Parsed, ParsedSchedule, Resolved, Selection};
 
 use crate::pool::{self, PoolError, ThreadPool};
+use crate::trace;
 
 pub use index::LoopIndex;
-pub use record::{all_records, clear_records, record, InstanceStats, LoopId, LoopRecord};
+pub use record::{
+    all_records, clear_records, record, InstanceStats, LoopId, LoopRecord, SelectionTimeline,
+};
 
 /// Why a loop did not run. No iteration has run when one is returned.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -294,11 +298,13 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let threads = pool.team_size_here();
         let loop_state = state::state_of(self.id);
 
-        // Before the fork: what this loop kept from its earlier instances.
+        // Before the fork: what this loop kept from its earlier instances,
+        // and, under `auto`, this instance's schedule.
         let mut history: SmallVec<[f64; 32]> = SmallVec::new();
-        let (parsed, shape, profile, profiled, assignment) = {
+        let (parsed, shape, profile, profiled, assignment, selected) = {
             let mut st = state::lock(loop_state);
-            let parsed = parsed_schedule(&mut st, text).map_err(schedule_error)?;
+            let (parsed, auto_chunk, selected) =
+                resolve(&mut st, self.id, text, iterations, threads).map_err(schedule_error)?;
             let reads = |concept| {
                 parsed
                     .schedule
@@ -315,8 +321,10 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             } else {
                 None
             };
-            let shape = LoopShape::new(iterations, threads, self.chunk.or(parsed.chunk))
-                .map_err(schedule_error)?;
+            // The loop's own chunk wins; under `auto` the expert chunk takes
+            // the chunk parameter's place (DESIGN.md Conventions).
+            let chunk = self.chunk.or(auto_chunk).or(parsed.chunk);
+            let shape = LoopShape::new(iterations, threads, chunk).map_err(schedule_error)?;
             let assignment = match parsed.schedule.as_workload() {
                 Some(workload) => Some(
                     assignment_for(&mut st, workload, &parsed, &shape, self.workload)
@@ -324,7 +332,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 ),
                 None => None,
             };
-            (parsed, shape, profile, profiled, assignment)
+            (parsed, shape, profile, profiled, assignment, selected)
         };
 
         let mut ctx = ContextHandler::new();
@@ -368,13 +376,23 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 *claim::lock(&slot.steal) = plan.home_range(i);
             }
         }
+        // The trace names each instance by its schedule, and under `auto` by
+        // the method's choice and why it made it.
+        let traced_name;
+        let name: &str = match (&selected, trace::tracer()) {
+            (Some(sel), Some(_)) => {
+                traced_name = format!("{} → {} ({})", sel.method, parsed.canonical, sel.phase);
+                &traced_name
+            }
+            _ => &parsed.canonical,
+        };
         let instance = claim::Instance {
             plan,
             n: iterations,
             shared: claim::Shared::new(),
             board: Board { slots },
             t0: Instant::now(),
-            name: &parsed.canonical,
+            name,
             profile: profiled,
             body,
         };
@@ -382,16 +400,28 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let t_par = instance.t0.elapsed().as_secs_f64();
 
         let mut st = state::lock(loop_state);
+        let st = &mut *st;
         let record = &mut st.record;
         record.store(&parsed.canonical, iterations, slots, t_par, profiled);
-        Ok(LoopSummary {
+        record.last.selection = selected.map(|s| s.phase);
+        record.last.chunk = shape.chunk;
+        let summary = LoopSummary {
             id: self.id,
             threads,
             iterations,
             chunks: record.last.total_chunks(),
             t_par,
             lib_percent: record.last.lib_percent,
-        })
+        };
+        if let (Some(_), Some((_, Resolved::Auto(selection)))) = (selected, &mut st.resolved) {
+            let measurement =
+                Measurement::from_finish_times(&record.last.finish).with_iterations(iterations);
+            // Finish times come from a monotonic clock and LIB from them, so
+            // the selector cannot refuse them; if it ever did, the choice
+            // stays pending and is simply retried.
+            let _ = selection.selector.observe(&measurement);
+        }
+        Ok(summary)
     }
 }
 
@@ -401,22 +431,93 @@ const HINTS: Concept = Concept::Workload {
     model: Model::Static,
 };
 
-/// The loop's schedule for `text`: parsed once per distinct text and then
-/// reused, so later instances neither parse nor allocate.
-fn parsed_schedule(st: &mut LoopState, text: &str) -> Result<Parsed, PolicyError> {
-    if let Some((cached_text, parsed)) = &st.parsed {
-        if cached_text == text {
-            return Ok(Arc::clone(parsed));
-        }
+/// What `auto` chose for one instance.
+#[derive(Clone, Copy, Debug)]
+struct Selected {
+    method: &'static str,
+    phase: &'static str,
+}
+
+/// The schedule of this instance for `text`: parsed once per distinct text
+/// and then reused, so later instances neither parse nor allocate. Under
+/// `auto[,method]` the loop's selector picks a portfolio schedule and,
+/// with the expert chunk on, a chunk parameter.
+fn resolve(
+    st: &mut LoopState,
+    id: LoopId,
+    text: &str,
+    iterations: u64,
+    threads: usize,
+) -> Result<(Parsed, Option<u64>, Option<Selected>), PolicyError> {
+    let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
+    if fresh {
+        let resolved = match select::parse_setting(text)? {
+            Setting::Fixed { schedule, chunk } => Resolved::Fixed(Arc::new(ParsedSchedule {
+                canonical: schedule.spec().to_string(),
+                schedule,
+                chunk,
+            })),
+            Setting::Auto(mut spec) => {
+                if !text.contains("expert-chunk") {
+                    spec = spec.with_expert_chunk(env_expert_chunk());
+                }
+                Resolved::Auto(Box::new(Selection {
+                    selector: spec.selector(stream_of(id)),
+                    spec,
+                }))
+            }
+        };
+        st.resolved = Some((text.to_string(), resolved));
     }
-    let (schedule, chunk) = dls::parse_schedule(text)?;
-    let parsed = Arc::new(ParsedSchedule {
-        canonical: schedule.spec().to_string(),
-        schedule,
-        chunk,
-    });
-    st.parsed = Some((text.to_string(), Arc::clone(&parsed)));
-    Ok(parsed)
+    match &mut st.resolved {
+        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None)),
+        Some((_, Resolved::Auto(selection))) => {
+            let choice = selection.selector.choose(iterations, threads);
+            let selected = Selected {
+                method: selection.spec.method.name(),
+                phase: choice.phase.label(),
+            };
+            Ok((
+                Arc::clone(&portfolio()[choice.index]),
+                choice.chunk,
+                Some(selected),
+            ))
+        }
+        None => unreachable!("resolved just above"),
+    }
+}
+
+/// The Auto4OMP portfolio, built once through the registry, in
+/// portfolio order (the selectors' indices).
+fn portfolio() -> &'static [Parsed] {
+    static PORTFOLIO: OnceLock<Vec<Parsed>> = OnceLock::new();
+    PORTFOLIO.get_or_init(|| {
+        select::portfolio()
+            .into_iter()
+            .map(|schedule| {
+                Arc::new(ParsedSchedule {
+                    canonical: schedule.spec().to_string(),
+                    schedule,
+                    chunk: None,
+                })
+            })
+            .collect()
+    })
+}
+
+/// `KEEL_EXPERT_CHUNK=0|1`, read once: whether `auto` replaces the chunk
+/// parameter by the expert chunk (on unless set to `0`).
+fn env_expert_chunk() -> bool {
+    static ENV: OnceLock<bool> = OnceLock::new();
+    *ENV.get_or_init(|| std::env::var("KEEL_EXPERT_CHUNK").map_or(true, |v| v.trim() != "0"))
+}
+
+/// A stable number per loop, separating RandomSel's random streams.
+fn stream_of(id: LoopId) -> u64 {
+    // FNV-1a over the loop's printed identity: stable across runs.
+    id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// A workload-aware schedule's assignment: the cached one while the

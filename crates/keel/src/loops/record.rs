@@ -11,8 +11,10 @@ use std::sync::atomic::Ordering;
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 
+use keel_policy::select::Run;
+
 use super::claim::ProfileSums;
-use super::state;
+use super::state::{self, LoopState, Resolved, Selection};
 use super::Slot;
 
 /// Identity of a loop across its instances.
@@ -38,6 +40,9 @@ impl fmt::Display for LoopId {
 pub struct InstanceStats {
     /// The schedule's canonical spec.
     pub schedule: String,
+    /// The chunk parameter the schedule ran with (the loop's own, the
+    /// spec's, or under `auto` the expert chunk); `None` for its default.
+    pub chunk: Option<u64>,
     /// Participants.
     pub threads: usize,
     /// Iterations.
@@ -54,6 +59,9 @@ pub struct InstanceStats {
     pub thread_iterations: Vec<u64>,
     /// LIB = (1 − mean/max)·100 over the finish times (DESIGN.md Conventions).
     pub lib_percent: f64,
+    /// Under `auto`: why the selection method chose this instance's
+    /// schedule (`explore`, `exploit`, `jump`, …); `None` for a fixed one.
+    pub selection: Option<&'static str>,
 }
 
 impl InstanceStats {
@@ -82,6 +90,44 @@ pub struct LoopRecord {
     /// How many times a workload-aware schedule (`binlpt`, `greedy`) computed
     /// its iteration assignment; the other instances reused one.
     pub assignments: u64,
+    /// Under `auto[,method]`: the schedule chosen at every instance, as a
+    /// timeline.
+    pub selection: Option<SelectionTimeline>,
+}
+
+/// The decisions of a loop's selection method at every instance,
+/// run-length encoded (Auto4OMP's per-loop selection, made visible).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SelectionTimeline {
+    /// `keel`, `expert`, `exhaustive` or `random`.
+    pub method: &'static str,
+    /// Consecutive instances with one schedule (portfolio index) and reason.
+    pub runs: Vec<Run>,
+    /// Instances the method spent trying schedules (exploration).
+    pub exploration_instances: u64,
+    /// Changes not stored because the timeline reached its capacity.
+    pub dropped: u64,
+}
+
+impl SelectionTimeline {
+    fn of(selection: &Selection) -> Self {
+        let record = selection.selector.record();
+        SelectionTimeline {
+            method: selection.spec.method.name(),
+            runs: record.runs().to_vec(),
+            exploration_instances: record.exploration_instances(),
+            dropped: record.dropped(),
+        }
+    }
+}
+
+/// A copy of a loop's record, with its selection timeline.
+fn snapshot(state: &LoopState) -> LoopRecord {
+    let mut record = state.record.clone();
+    if let Some((_, Resolved::Auto(selection))) = &state.resolved {
+        record.selection = Some(SelectionTimeline::of(selection));
+    }
+    record
 }
 
 impl LoopRecord {
@@ -145,7 +191,7 @@ impl LoopRecord {
 pub fn record(id: LoopId) -> Option<LoopRecord> {
     let state = state::existing(id)?;
     let state = state::lock(state);
-    (state.record.instances > 0).then(|| state.record.clone())
+    (state.record.instances > 0).then(|| snapshot(&state))
 }
 
 /// Copies of every loop's record, in no particular order.
@@ -153,15 +199,19 @@ pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
     let mut all = Vec::new();
     state::for_each_state(|id, state| {
         if state.record.instances > 0 {
-            all.push((id, state.record.clone()));
+            all.push((id, snapshot(state)));
         }
     });
     all
 }
 
-/// Forgets every record (tests, or a program starting a new phase). Parsed
-/// schedules and iteration assignments are kept: they depend only on their
-/// inputs, which are checked on every instance.
+/// Forgets every record and every selection state (tests, or a program
+/// starting a new phase: `auto` loops then select afresh). Iteration
+/// assignments are kept: they depend only on their inputs, which are
+/// checked on every instance.
 pub fn clear_records() {
-    state::for_each_state(|_, state| state.record = LoopRecord::default());
+    state::for_each_state(|_, state| {
+        state.record = LoopRecord::default();
+        state.resolved = None;
+    });
 }

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use keel_policy::dls::{LoopSchedule, SharedAssignment};
+use keel_policy::select::{AutoSpec, LoopSelector};
 
 use super::record::LoopRecord;
 use super::LoopId;
@@ -57,11 +58,26 @@ impl CachedAssignment {
     }
 }
 
+/// What a schedule text resolves to for one loop.
+pub(crate) enum Resolved {
+    /// One schedule for every instance.
+    Fixed(Parsed),
+    /// `auto[,method]`: the loop's own selection state (Auto4OMP keeps one
+    /// per loop, so loops that interleave never disturb each other).
+    Auto(Box<Selection>),
+}
+
+/// A loop's selection method and its state machine.
+pub(crate) struct Selection {
+    pub(crate) spec: AutoSpec,
+    pub(crate) selector: LoopSelector,
+}
+
 /// Everything kept about one loop.
 #[derive(Default)]
 pub(crate) struct LoopState {
-    /// The last schedule text seen and what it parsed to.
-    pub(crate) parsed: Option<(String, Parsed)>,
+    /// The last schedule text seen and what it resolved to.
+    pub(crate) resolved: Option<(String, Resolved)>,
     pub(crate) record: LoopRecord,
     pub(crate) assignment: Option<CachedAssignment>,
 }

@@ -1,0 +1,403 @@
+//! `auto,keel`: Keel's own selection method, what `auto` alone means.
+//!
+//! # Why not one of Auto4OMP's
+//!
+//! Measured on this machine (issue 4), the faithful methods lose to the
+//! best fixed schedule for reasons that come from their design, not from
+//! tuning: RandomSel keeps jumping while LIB ≥ 10 %; ExhaustiveSel pays a
+//! full twelve-instance sweep again whenever LIB rises by 10 points, which
+//! noise alone does on a 2-thread loop; ExpertSel's fuzzy sets use
+//! absolute times, so a 30 ms loop counts as "short" and is pushed to
+//! STATIC whatever its imbalance. `auto,keel` is built from the opposite
+//! choices:
+//!
+//! - **No absolute time.** Every comparison is a ratio of times of the same
+//!   loop (per iteration when the context passes `N`, so a loop whose
+//!   iteration count changes is still compared with itself). Nothing is
+//!   "short" or "long" in seconds.
+//! - **Exploration that ends.** Successive elimination over the portfolio:
+//!   round 1 tries each schedule once in portfolio order (cheapest overhead
+//!   first), dropping those slower than [`DOMINATED_RATIO`] × the fastest;
+//!   later rounds re-measure the survivors, in alternating direction (so a
+//!   steady drift of the loop's time cancels out in the survivors'
+//!   medians), and drop those whose median is slower than the best median
+//!   by more than the measured noise allows ([`ELIMINATION_NOISE_K`]
+//!   standard errors of a difference of medians, at least [`TIE_MARGIN`]).
+//!   The search ends when one schedule is left, when the noise is so small
+//!   that the survivors are resolved to within a tie, or after [`ROUNDS`]
+//!   samples each: at most `12 + 7·11` instances, usually about 20–30, and the
+//!   later rounds only run schedules within the noise of the best, so they
+//!   cost little.
+//! - **Imbalance as a bound.** An instance's mean thread finish time,
+//!   `T_par·(1 − LIB/100)`, is what a perfectly balanced run with the same
+//!   overhead would take. Once the fastest schedule tried so far is within
+//!   [`TIE_MARGIN`] of the smallest such bound seen, no other schedule can
+//!   gain more than the margin: round 1 stops there. A balanced loop (the
+//!   GROMACS-like one) thus settles on STATIC after one instance.
+//! - **Cheap schedules win ties.** Among schedules whose medians are within
+//!   [`TIE_MARGIN`] of the best, the lowest portfolio index is chosen: the
+//!   portfolio is ordered by increasing scheduling overhead, and on short
+//!   loops overhead is what differs.
+//! - **Re-exploration only on a sustained shift.** While exploiting, the
+//!   chosen schedule's log time is tracked by Holt's linear smoothing
+//!   (level gain [`LEVEL_GAIN`], trend gain [`TREND_GAIN`]: a slow drift of
+//!   the workload is followed, not flagged) and the one-step prediction
+//!   residuals feed a two-sided CUSUM (Page's test). Its allowance and
+//!   threshold scale with the loop's own noise, a robust scale
+//!   (1.4826 × median |residual| over the last [`NOISE_WINDOW`] instances,
+//!   at least [`NOISE_FLOOR`]): allowance `max(DRIFT_SIGMAS·σ, MIN_SHIFT/2)`,
+//!   threshold `ALARM_SIGMAS·σ` (σ raised by one standard error of its
+//!   estimate, so a short window does not make the test trigger-happy).
+//!   Each residual is clipped so that one
+//!   instance adds at most a [`CONFIRM_INSTANCES`]-th of the threshold: a
+//!   single outlier (a preempted thread) cannot raise the alarm, a shift
+//!   that lasts does. The first [`WARMUP`] instances of an exploitation
+//!   only learn the level and the noise. An alarm re-opens the search from
+//!   scratch (fresh samples, every schedule eligible again).
+//!
+//! Everything lives in fixed arrays: no allocation after construction.
+
+use super::{median_in_place, Measurement, Phase, Select, PORTFOLIO_LEN};
+
+/// Samples per schedule an exploration takes at most (rounds of successive
+/// elimination). Later rounds only re-measure schedules still within the
+/// noise of the best, so they are cheap: their times are close to the best.
+pub const ROUNDS: usize = 8;
+/// After round 1, a schedule slower than this ratio × the fastest is
+/// dropped: clearly dominated even under noise and a moderate drift.
+pub const DOMINATED_RATIO: f64 = 1.20;
+/// Relative difference below which two schedules tie (the cheaper one
+/// wins), the smallest elimination margin, and round 1's early-stop margin
+/// against the imbalance bound.
+pub const TIE_MARGIN: f64 = 0.02;
+/// Rounds 2 on drop a schedule whose median exceeds the best median by more
+/// than this many standard errors of the difference of two medians of `n`
+/// samples (`1.25·σ·√(2/n)`, σ the measured relative noise).
+pub const ELIMINATION_NOISE_K: f64 = 2.0;
+/// Exploitation instances that only learn level, trend and noise before
+/// change detection starts.
+pub const WARMUP: u32 = 8;
+/// Holt's level gain `α` on log times.
+pub const LEVEL_GAIN: f64 = 0.1;
+/// Holt's trend gain `β` (the trend moves by `α·β·residual`).
+pub const TREND_GAIN: f64 = 0.2;
+/// Residuals kept for the robust noise scale.
+pub const NOISE_WINDOW: usize = 64;
+/// Smallest relative noise assumed (1 %): timers and caches never do better.
+pub const NOISE_FLOOR: f64 = 0.01;
+/// CUSUM allowance in noise standard deviations.
+pub const DRIFT_SIGMAS: f64 = 1.0;
+/// The smallest relative shift of the chosen schedule's time worth a
+/// re-exploration (5 %): the allowance is at least half of it.
+pub const MIN_SHIFT: f64 = 0.05;
+/// CUSUM threshold in noise standard deviations.
+pub const ALARM_SIGMAS: f64 = 8.0;
+/// One instance adds at most `threshold / CONFIRM_INSTANCES` to a CUSUM sum:
+/// an alarm needs at least this many instances past the shift.
+pub const CONFIRM_INSTANCES: f64 = 3.0;
+
+/// Consistency constant of the median absolute deviation for a normal law.
+const MAD_TO_SIGMA: f64 = 1.4826;
+/// Mean range of `n` normal samples in standard deviations (`d2`), n = 0..=8.
+const RANGE_TO_SIGMA: [f64; ROUNDS + 1] =
+    [1.0, 1.0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847];
+/// Relative standard deviation of the MAD scale estimate from `m` normal
+/// samples, times `√m`.
+const MAD_RELATIVE_SD: f64 = 1.17;
+/// Standard deviation of the median of `n` normal samples, times `√n`, in σ
+/// (`√(π/2)` for large `n`).
+const MEDIAN_EFFICIENCY: f64 = 1.25;
+
+const ALL: u16 = (1 << PORTFOLIO_LEN) - 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Explore,
+    Exploit,
+}
+
+/// `auto,keel`'s state for one loop.
+#[derive(Clone, Debug)]
+pub struct KeelSel {
+    mode: Mode,
+    /// The schedule of the last decision.
+    current: usize,
+    /// Explorations started (1 = only the first).
+    explorations: u32,
+    // --- exploration ---
+    /// Schedules still in the race.
+    active: u16,
+    /// Active schedules not yet sampled in this round.
+    remaining: u16,
+    round: usize,
+    /// Per-iteration times, `counts[i]` of them per schedule.
+    samples: [[f64; ROUNDS]; PORTFOLIO_LEN],
+    counts: [u8; PORTFOLIO_LEN],
+    /// Smallest per-iteration mean finish time seen in this exploration.
+    bound: f64,
+    // --- exploitation ---
+    winner: usize,
+    exploited: u32,
+    level: f64,
+    trend: f64,
+    residuals: [f64; NOISE_WINDOW],
+    filled: usize,
+    next_slot: usize,
+    up: f64,
+    down: f64,
+}
+
+impl Default for KeelSel {
+    fn default() -> Self {
+        KeelSel {
+            mode: Mode::Explore,
+            current: 0,
+            explorations: 1,
+            active: ALL,
+            remaining: ALL,
+            round: 0,
+            samples: [[0.0; ROUNDS]; PORTFOLIO_LEN],
+            counts: [0; PORTFOLIO_LEN],
+            bound: f64::INFINITY,
+            winner: 0,
+            exploited: 0,
+            level: 0.0,
+            trend: 0.0,
+            residuals: [0.0; NOISE_WINDOW],
+            filled: 0,
+            next_slot: 0,
+            up: 0.0,
+            down: 0.0,
+        }
+    }
+}
+
+impl KeelSel {
+    /// A fresh state: exploring, every schedule eligible.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The schedule the last exploration selected, once one has ended.
+    pub fn winner(&self) -> Option<usize> {
+        (self.mode == Mode::Exploit).then_some(self.winner)
+    }
+
+    /// Explorations started so far (the first one included).
+    pub fn explorations(&self) -> u32 {
+        self.explorations
+    }
+
+    /// The robust relative noise scale of the exploited schedule's time:
+    /// 1.4826 × the median absolute residual of the window, raised by one
+    /// standard error of that estimate (`× (1 + 1.17/√m)` for `m`
+    /// residuals, so a short window cannot under-estimate the noise and
+    /// make the detector trigger-happy), at least [`NOISE_FLOOR`].
+    pub fn noise(&self) -> f64 {
+        let mut window = self.residuals;
+        let window = &mut window[..self.filled];
+        for r in window.iter_mut() {
+            *r = r.abs();
+        }
+        if window.is_empty() {
+            return NOISE_FLOOR;
+        }
+        let inflation = 1.0 + MAD_RELATIVE_SD / (window.len() as f64).sqrt();
+        (MAD_TO_SIGMA * median_in_place(window) * inflation).max(NOISE_FLOOR)
+    }
+
+    fn start_exploration(&mut self) {
+        let explorations = self.explorations + 1;
+        *self = KeelSel {
+            explorations,
+            ..KeelSel::default()
+        };
+    }
+
+    fn median(&self, i: usize) -> f64 {
+        let mut copy = self.samples[i];
+        median_in_place(&mut copy[..usize::from(self.counts[i])])
+    }
+
+    fn members(set: u16) -> impl Iterator<Item = usize> {
+        (0..PORTFOLIO_LEN).filter(move |i| set & (1 << i) != 0)
+    }
+
+    /// The lowest index whose value is within [`TIE_MARGIN`] of the best.
+    fn cheapest_tie(set: u16, value: impl Fn(usize) -> f64) -> usize {
+        let best = Self::members(set).map(&value).fold(f64::INFINITY, f64::min);
+        Self::members(set)
+            .find(|&i| value(i) <= (1.0 + TIE_MARGIN) * best)
+            .unwrap_or(0)
+    }
+
+    fn exploit(&mut self, winner: usize) {
+        self.mode = Mode::Exploit;
+        self.winner = winner;
+        self.exploited = 0;
+        self.filled = 0;
+        self.next_slot = 0;
+        self.up = 0.0;
+        self.down = 0.0;
+    }
+
+    fn observe_exploration(&mut self, x: f64, lib: f64) {
+        let i = self.current;
+        let n = usize::from(self.counts[i]);
+        if n < ROUNDS {
+            self.samples[i][n] = x;
+            self.counts[i] += 1;
+        }
+        self.remaining &= !(1 << i);
+        if self.round == 0 {
+            self.bound = self.bound.min(x * (1.0 - lib / 100.0));
+            let tried = self.active & !self.remaining;
+            let first = |j: usize| self.samples[j][0];
+            let fastest = Self::members(tried)
+                .map(first)
+                .fold(f64::INFINITY, f64::min);
+            if fastest <= (1.0 + TIE_MARGIN) * self.bound {
+                let winner = Self::cheapest_tie(tried, first);
+                self.exploit(winner);
+                return;
+            }
+        }
+        if self.remaining == 0 {
+            self.end_round();
+        }
+    }
+
+    fn end_round(&mut self) {
+        // Whether the noise is too small for more samples to separate the
+        // survivors by more than a tie.
+        let mut resolved = false;
+        if self.round == 0 {
+            let first = |j: usize| self.samples[j][0];
+            let fastest = Self::members(self.active)
+                .map(first)
+                .fold(f64::INFINITY, f64::min);
+            for j in Self::members(self.active) {
+                if first(j) > DOMINATED_RATIO * fastest {
+                    self.active &= !(1 << j);
+                }
+            }
+        } else {
+            let mut medians = [f64::INFINITY; PORTFOLIO_LEN];
+            let mut spreads = [0.0; PORTFOLIO_LEN];
+            let mut spread_count = 0;
+            for j in Self::members(self.active) {
+                medians[j] = self.median(j);
+                let n = usize::from(self.counts[j]);
+                if n >= 2 && medians[j] > 0.0 {
+                    let s = &self.samples[j][..n];
+                    let hi = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let lo = s.iter().copied().fold(f64::INFINITY, f64::min);
+                    spreads[spread_count] = (hi - lo) / (RANGE_TO_SIGMA[n] * medians[j]);
+                    spread_count += 1;
+                }
+            }
+            let noise = if spread_count == 0 {
+                0.0
+            } else {
+                median_in_place(&mut spreads[..spread_count])
+            };
+            let n = (self.round + 1) as f64;
+            let standard_error = MEDIAN_EFFICIENCY * noise * (2.0 / n).sqrt();
+            resolved = ELIMINATION_NOISE_K * standard_error <= TIE_MARGIN;
+            let margin = (ELIMINATION_NOISE_K * standard_error).max(TIE_MARGIN);
+            let best = medians.iter().copied().fold(f64::INFINITY, f64::min);
+            for j in Self::members(self.active) {
+                if medians[j] > (1.0 + margin) * best {
+                    self.active &= !(1 << j);
+                }
+            }
+        }
+        self.round += 1;
+        if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
+            let winner = Self::cheapest_tie(self.active, |j| self.median(j));
+            self.exploit(winner);
+        } else {
+            self.remaining = self.active;
+        }
+    }
+
+    fn observe_exploitation(&mut self, x: f64) {
+        if x <= 0.0 {
+            // An empty instance says nothing about the schedule's time.
+            return;
+        }
+        let y = x.ln();
+        if self.exploited == 0 {
+            self.level = y;
+            self.trend = 0.0;
+            self.exploited = 1;
+            return;
+        }
+        let residual = y - (self.level + self.trend);
+        let sigma = self.noise();
+        // Outliers must not bend the level or the trend either.
+        let update = if self.filled >= 3 {
+            residual.clamp(-3.0 * sigma, 3.0 * sigma)
+        } else {
+            residual
+        };
+        self.level += self.trend + LEVEL_GAIN * update;
+        self.trend += LEVEL_GAIN * TREND_GAIN * update;
+        self.residuals[self.next_slot] = residual;
+        self.next_slot = (self.next_slot + 1) % NOISE_WINDOW;
+        self.filled = (self.filled + 1).min(NOISE_WINDOW);
+        self.exploited = self.exploited.saturating_add(1);
+        if self.exploited <= WARMUP {
+            return;
+        }
+        let allowance = (DRIFT_SIGMAS * sigma).max(MIN_SHIFT / 2.0);
+        let threshold = ALARM_SIGMAS * sigma;
+        let clip = allowance + threshold / CONFIRM_INSTANCES;
+        self.up = (self.up + residual.min(clip) - allowance).max(0.0);
+        self.down = (self.down + (-residual).min(clip) - allowance).max(0.0);
+        if self.up > threshold || self.down > threshold {
+            self.start_exploration();
+        }
+    }
+}
+
+impl Select for KeelSel {
+    fn next(&mut self) -> (usize, Phase) {
+        match self.mode {
+            Mode::Exploit => {
+                self.current = self.winner;
+                (self.winner, Phase::Exploit)
+            }
+            Mode::Explore => {
+                let set = self.remaining;
+                // Even rounds walk the portfolio upwards, odd rounds down.
+                let next = if self.round.is_multiple_of(2) {
+                    set.trailing_zeros() as usize
+                } else {
+                    15 - set.leading_zeros() as usize
+                };
+                self.current = next.min(PORTFOLIO_LEN - 1);
+                let phase = if self.explorations > 1 {
+                    Phase::Reexplore
+                } else {
+                    Phase::Explore
+                };
+                (self.current, phase)
+            }
+        }
+    }
+
+    fn observe(&mut self, measurement: &Measurement<'_>) {
+        let x = match measurement.iterations {
+            Some(n) if n > 0 => measurement.t_par / n as f64,
+            _ => measurement.t_par,
+        };
+        match self.mode {
+            Mode::Explore => self.observe_exploration(x, measurement.lib),
+            Mode::Exploit => self.observe_exploitation(x),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,693 @@
+//! Automatic schedule selection per loop: Auto4OMP's expert chunk and its
+//! three selection methods (paper `auto4omp-automated-loop-schedule-selection.txt`
+//! §3.1–3.4, as transcribed from the released code in `research/loops.md` §3),
+//! Keel's own method `auto,keel`, and the Oracle / ManualBest yardsticks the
+//! evaluation reports.
+//!
+//! | file | mechanism |
+//! |---|---|
+//! | [`expert_chunk`](mod@expert_chunk) | the expert ("golden") chunk `⌊N / (2^{μ+1}·P)⌋`, §3.1 |
+//! | [`random`] | RandomSel: jump with probability LIB/10, seeded, §3.3.1 |
+//! | [`exhaustive`] | ExhaustiveSel: one trial per instance, keep the fastest, 10-point LIB re-trigger, §3.3.2 |
+//! | [`membership`] | ExpertSel's membership functions, rules and defuzzification constants (Table 1, Algorithm 1) |
+//! | [`expert`] | ExpertSel: STATIC, then Table 1, then Algorithm 1, §3.3.3 |
+//! | [`keel`] | `auto,keel`: successive elimination on relative times, then change detection |
+//! | [`oracle`] | Oracle, ManualBest and % degradation for a Table-3-style report |
+//!
+//! # Protocol (what `keel::loops` does per loop id)
+//!
+//! A context keeps one [`LoopSelector`] per loop identity, built once from
+//! the `KEEL_SCHEDULE` text (`auto[,keel|expert|exhaustive|random]`, see
+//! [`parse_setting`]); loops never share selection state, however they
+//! interleave. For every instance of that loop:
+//! 1. [`LoopSelector::choose`] with the instance's `N` and `P` returns a
+//!    [`Choice`]: the portfolio index ([`crate::dls::AUTO4OMP_PORTFOLIO`]
+//!    order, DESIGN.md Conventions) and the chunk parameter to run it with
+//!    (the expert chunk when enabled, else `None`: the schedule's default).
+//! 2. The context runs the loop with that schedule and measures it.
+//! 3. [`LoopSelector::observe`] takes a [`Measurement`]: `T_par` in seconds,
+//!    LIB in percent (DESIGN.md: `(1 − mean/max)·100`, no `P/(P−1)`), and
+//!    optionally per-thread finish times and the iteration count.
+//!
+//! The decision for instance `k` uses the measurements up to instance
+//! `k − 1` (Auto4OMP's decision point: the first thread at dispatch init).
+//! Everything here is pure: no clock is read, randomness comes from a seeded
+//! ChaCha stream, so a run is reproducible from its measurements. After
+//! [`LoopSelector::new`] nothing allocates: per-method state lives in fixed
+//! arrays and the [`Record`] of decisions has a preallocated capacity
+//! (run-length encoded, so a stable selection costs one entry).
+
+pub mod exhaustive;
+pub mod expert;
+pub mod expert_chunk;
+pub mod keel;
+pub mod membership;
+pub mod oracle;
+pub mod random;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::dls::{self, LoopSchedule, AUTO4OMP_PORTFOLIO};
+use crate::error::PolicyError;
+use crate::spec::{Spec, SpecError};
+
+pub use exhaustive::ExhaustiveSel;
+pub use expert::ExpertSel;
+pub use expert_chunk::expert_chunk;
+pub use keel::KeelSel;
+pub use oracle::{degradation_percent, LoopTimes};
+pub use random::RandomSel;
+
+/// Number of schedules in the Auto4OMP portfolio.
+pub const PORTFOLIO_LEN: usize = AUTO4OMP_PORTFOLIO.len();
+
+/// Decision runs a [`LoopSelector`]'s record holds unless told otherwise
+/// (32 bytes each: 32 KiB per loop). A stable selection uses one run; a
+/// method that changes schedule at every instance uses one per instance.
+pub const DEFAULT_RECORD_RUNS: usize = 1024;
+
+/// What one loop instance measured, handed to [`LoopSelector::observe`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measurement<'a> {
+    /// `T_par`: seconds from the instance's start until the last thread
+    /// finished its share (no barrier time).
+    pub t_par: f64,
+    /// LIB in percent, `(1 − mean/max)·100` of the threads' finish times.
+    pub lib: f64,
+    /// Per-thread finish times in seconds since the instance's start, when
+    /// the context has them (no built-in method needs them beyond LIB).
+    pub finish_times: Option<&'a [f64]>,
+    /// The instance's iteration count `N`. `auto,keel` compares times per
+    /// iteration when it is given, so a loop whose `N` changes between
+    /// instances is still compared with itself fairly.
+    pub iterations: Option<u64>,
+}
+
+impl<'a> Measurement<'a> {
+    /// `T_par` (seconds) and LIB (percent) only.
+    pub fn new(t_par: f64, lib: f64) -> Self {
+        Measurement {
+            t_par,
+            lib,
+            finish_times: None,
+            iterations: None,
+        }
+    }
+
+    /// From per-thread finish times (seconds since the instance started):
+    /// `T_par` is the largest, LIB is [`crate::metrics::lib_percent`].
+    pub fn from_finish_times(finish_times: &'a [f64]) -> Self {
+        let t_par = finish_times.iter().copied().fold(0.0, f64::max);
+        Measurement {
+            t_par,
+            lib: crate::metrics::lib_percent(finish_times),
+            finish_times: Some(finish_times),
+            iterations: None,
+        }
+    }
+
+    /// The same measurement with the instance's iteration count.
+    pub fn with_iterations(self, iterations: u64) -> Self {
+        Measurement {
+            iterations: Some(iterations),
+            ..self
+        }
+    }
+
+    /// Typed error for a time or LIB no loop can produce.
+    fn validate(&self) -> Result<(), PolicyError> {
+        if !(self.t_par.is_finite() && self.t_par >= 0.0) {
+            return Err(PolicyError::InvalidNumber {
+                what: "loop time T_par",
+                index: 0,
+                value: self.t_par,
+                expected: "a finite number of seconds >= 0",
+            });
+        }
+        if !(self.lib.is_finite() && (0.0..=100.0).contains(&self.lib)) {
+            return Err(PolicyError::InvalidNumber {
+                what: "load imbalance LIB",
+                index: 0,
+                value: self.lib,
+                expected: "a percentage in [0, 100]",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why a schedule was chosen for an instance: the phase of its method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// ExpertSel's first instance: STATIC, to measure the loop.
+    First,
+    /// A trial of a search (ExhaustiveSel's sweep, `auto,keel`'s rounds).
+    Explore,
+    /// A trial of a search that a change re-opened (ExhaustiveSel's LIB
+    /// re-trigger, `auto,keel`'s change detector).
+    Reexplore,
+    /// Running the schedule a search selected.
+    Exploit,
+    /// RandomSel jumped to a random schedule.
+    Jump,
+    /// RandomSel kept the current schedule.
+    Keep,
+    /// ExpertSel's Table 1 rules (the second instance).
+    Initial,
+    /// ExpertSel's Algorithm 1 rules (the third instance on).
+    Adjust,
+}
+
+impl Phase {
+    /// Whether instances in this phase are spent trying schedules out: the
+    /// exploration cost a report counts separately.
+    pub fn is_exploration(self) -> bool {
+        matches!(self, Phase::Explore | Phase::Reexplore)
+    }
+
+    /// A short lower-case label for timelines.
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::First => "first",
+            Phase::Explore => "explore",
+            Phase::Reexplore => "re-explore",
+            Phase::Exploit => "exploit",
+            Phase::Jump => "jump",
+            Phase::Keep => "keep",
+            Phase::Initial => "table-1",
+            Phase::Adjust => "algorithm-1",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The schedule for one loop instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The instance's index among this loop's instances (0-based).
+    pub instance: u64,
+    /// Portfolio index ([`AUTO4OMP_PORTFOLIO`] order).
+    pub index: usize,
+    /// The chunk parameter to plan with: the expert chunk when it is enabled
+    /// and non-zero (it then takes the chunk parameter's place for every
+    /// schedule, STATIC included, as in Auto4OMP), else `None` (the
+    /// schedule's default).
+    pub chunk: Option<u64>,
+    /// Why this schedule.
+    pub phase: Phase,
+}
+
+impl Choice {
+    /// The schedule's name (`static`, `ss`, ..., `maf`).
+    pub fn name(&self) -> &'static str {
+        AUTO4OMP_PORTFOLIO[self.index]
+    }
+}
+
+/// One instance's decision, as a timeline shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The instance's index among the loop's instances (0-based).
+    pub instance: u64,
+    /// Portfolio index.
+    pub index: usize,
+    /// Why.
+    pub phase: Phase,
+}
+
+/// Consecutive instances with the same schedule and phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Run {
+    /// First instance of the run.
+    pub first: u64,
+    /// Number of instances.
+    pub len: u64,
+    /// Portfolio index.
+    pub index: usize,
+    /// Why.
+    pub phase: Phase,
+}
+
+/// The decisions of one loop, run-length encoded, with a capacity fixed when
+/// the selector is built (so recording never allocates). Once full, further
+/// changes are counted in [`Record::dropped`] instead of stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    runs: Vec<Run>,
+    capacity: usize,
+    instances: u64,
+    dropped: u64,
+}
+
+impl Record {
+    /// An empty record that holds up to `capacity` runs.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Record {
+            runs: Vec::with_capacity(capacity),
+            capacity,
+            instances: 0,
+            dropped: 0,
+        }
+    }
+
+    fn push(&mut self, index: usize, phase: Phase) {
+        let instance = self.instances;
+        self.instances += 1;
+        if let Some(last) = self.runs.last_mut() {
+            if last.index == index && last.phase == phase && last.first + last.len == instance {
+                last.len += 1;
+                return;
+            }
+        }
+        if self.runs.len() < self.capacity {
+            self.runs.push(Run {
+                first: instance,
+                len: 1,
+                index,
+                phase,
+            });
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The stored runs, in instance order.
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// Every stored instance's decision, in order.
+    pub fn decisions(&self) -> impl Iterator<Item = Decision> + '_ {
+        self.runs.iter().flat_map(|run| {
+            (run.first..run.first + run.len).map(move |instance| Decision {
+                instance,
+                index: run.index,
+                phase: run.phase,
+            })
+        })
+    }
+
+    /// Instances decided so far (stored or not).
+    pub fn instances(&self) -> u64 {
+        self.instances
+    }
+
+    /// Instances not stored because the record was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Stored instances spent exploring ([`Phase::is_exploration`]).
+    pub fn exploration_instances(&self) -> u64 {
+        self.runs
+            .iter()
+            .filter(|r| r.phase.is_exploration())
+            .map(|r| r.len)
+            .sum()
+    }
+}
+
+/// A selection method's state machine over the portfolio, driven once per
+/// loop instance. [`LoopSelector`] wraps one with the expert chunk and the
+/// record; the machines are public so they can be tested step by step.
+pub trait Select: Send + fmt::Debug {
+    /// The portfolio index for the next instance and the phase it belongs
+    /// to. Called once per instance, before it runs.
+    fn next(&mut self) -> (usize, Phase);
+
+    /// The measurements of the instance that ran the last [`Select::next`]
+    /// choice. Already validated: finite, `t_par >= 0`, LIB in `[0, 100]`.
+    fn observe(&mut self, measurement: &Measurement<'_>);
+}
+
+/// The selection methods `auto,<method>` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Keel's own method ([`keel`]); what `auto` alone means.
+    Keel,
+    /// Auto4OMP's ExpertSel ([`expert`]).
+    Expert,
+    /// Auto4OMP's ExhaustiveSel ([`exhaustive`]).
+    Exhaustive,
+    /// Auto4OMP's RandomSel ([`random`]).
+    Random,
+}
+
+/// The valid method names, in [`Method::ALL`] order.
+pub const METHOD_NAMES: [&str; 4] = ["keel", "expert", "exhaustive", "random"];
+
+impl Method {
+    /// Every method, `auto`'s default first.
+    pub const ALL: [Method; 4] = [
+        Method::Keel,
+        Method::Expert,
+        Method::Exhaustive,
+        Method::Random,
+    ];
+
+    /// The name after `auto,`.
+    pub fn name(self) -> &'static str {
+        METHOD_NAMES[self as usize]
+    }
+
+    /// The method called `name` (exact, lower-case), or a typed error that
+    /// lists the valid names.
+    pub fn from_name(name: &str) -> Result<Self, PolicyError> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| PolicyError::UnknownPolicy {
+                family: "selection method",
+                name: name.to_string(),
+                valid: METHOD_NAMES.iter().map(|s| s.to_string()).collect(),
+            })
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A parsed `auto[,method]` setting: everything needed to build one
+/// [`LoopSelector`] per loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoSpec {
+    /// The selection method.
+    pub method: Method,
+    /// Seed of RandomSel's ChaCha stream (0 unless `seed=` is given, like
+    /// Auto4OMP's `srand(0)`); the other methods draw no random numbers.
+    pub seed: u64,
+    /// Whether the expert chunk replaces the chunk parameter (on by default
+    /// under `auto`; the context maps `KEEL_EXPERT_CHUNK=0|1` onto it).
+    pub expert_chunk: bool,
+    /// Capacity of each loop's [`Record`] in runs.
+    pub record_runs: usize,
+}
+
+impl AutoSpec {
+    /// `method` with the defaults: seed 0, expert chunk on,
+    /// [`DEFAULT_RECORD_RUNS`].
+    pub fn new(method: Method) -> Self {
+        AutoSpec {
+            method,
+            seed: 0,
+            expert_chunk: true,
+            record_runs: DEFAULT_RECORD_RUNS,
+        }
+    }
+
+    /// The same spec with the expert chunk switched on or off.
+    pub fn with_expert_chunk(self, on: bool) -> Self {
+        AutoSpec {
+            expert_chunk: on,
+            ..self
+        }
+    }
+
+    /// The same spec with another seed.
+    pub fn with_seed(self, seed: u64) -> Self {
+        AutoSpec { seed, ..self }
+    }
+
+    /// A fresh selector for one loop. `stream` separates the random streams
+    /// of different loops under one seed (pass a stable hash of the loop id);
+    /// only RandomSel reads it.
+    pub fn selector(&self, stream: u64) -> LoopSelector {
+        LoopSelector::new(self, stream)
+    }
+
+    /// The canonical text: `auto,<method>`, in the spec grammar when a seed
+    /// or the expert chunk differs from the default
+    /// (`auto:method=random,seed=7,expert-chunk=0`).
+    pub fn text(&self) -> String {
+        let mut text = String::from("auto");
+        if self.seed == 0 && self.expert_chunk {
+            text.push(',');
+            text.push_str(self.method.name());
+            return text;
+        }
+        text.push_str(":method=");
+        text.push_str(self.method.name());
+        if self.seed != 0 {
+            text.push_str(&format!(",seed={}", self.seed));
+        }
+        if !self.expert_chunk {
+            text.push_str(",expert-chunk=0");
+        }
+        text
+    }
+}
+
+/// Parses `auto[,method]` (OpenMP style, case-insensitive, spaces ignored)
+/// or `auto:method=m,seed=s,expert-chunk=0|1` (spec grammar). Returns `None`
+/// when the text does not name `auto`, so a context can fall back to
+/// [`dls::parse_schedule`]; `auto` alone is `auto,keel`. An unknown method
+/// is [`PolicyError::UnknownPolicy`] listing the valid methods.
+///
+/// ```
+/// use keel_policy::select::{parse_auto, Method};
+/// assert_eq!(parse_auto("auto").unwrap().unwrap().method, Method::Keel);
+/// assert_eq!(parse_auto(" AUTO , Expert").unwrap().unwrap().method, Method::Expert);
+/// let spec = parse_auto("auto:method=random,seed=7").unwrap().unwrap();
+/// assert_eq!((spec.method, spec.seed), (Method::Random, 7));
+/// assert!(parse_auto("static,4").is_none());
+/// let err = parse_auto("auto,fuzzy").unwrap().unwrap_err().to_string();
+/// assert!(err.contains("keel, expert, exhaustive, random"), "{err}");
+/// ```
+pub fn parse_auto(text: &str) -> Option<Result<AutoSpec, PolicyError>> {
+    let head = text.split([',', ':']).next().unwrap_or("");
+    if !head.trim().eq_ignore_ascii_case("auto") {
+        return None;
+    }
+    Some(if text.contains(':') {
+        parse_auto_spec(text)
+    } else {
+        parse_auto_openmp(text)
+    })
+}
+
+fn parse_auto_openmp(text: &str) -> Result<AutoSpec, PolicyError> {
+    let mut parts = text.splitn(2, ',');
+    let head = parts.next().unwrap_or("");
+    let Some(method) = parts.next() else {
+        return Ok(AutoSpec::new(Method::Keel));
+    };
+    let method = method.trim().to_ascii_lowercase();
+    if method.is_empty() || method.contains(',') {
+        return Err(PolicyError::Spec(SpecError {
+            input: text.to_string(),
+            position: head.len() + 1,
+            problem: format!(
+                "expected `auto[,method]` with one method of {}",
+                METHOD_NAMES.join(", ")
+            ),
+        }));
+    }
+    Ok(AutoSpec::new(Method::from_name(&method)?))
+}
+
+fn parse_auto_spec(text: &str) -> Result<AutoSpec, PolicyError> {
+    let mut spec = Spec::parse(text.trim())?;
+    spec.name = spec.name.to_ascii_lowercase();
+    spec.check_keys(&["method", "seed", "expert-chunk"])?;
+    let method = match spec.token("method")? {
+        None => Method::Keel,
+        Some(name) => Method::from_name(&name.to_ascii_lowercase())?,
+    };
+    let seed = spec.parsed::<u64>("seed", "an integer >= 0")?.unwrap_or(0);
+    let expert_chunk = spec.choice("expert-chunk", &["0", "1"])? != Some("0");
+    Ok(AutoSpec {
+        method,
+        seed,
+        expert_chunk,
+        record_runs: DEFAULT_RECORD_RUNS,
+    })
+}
+
+/// A `KEEL_SCHEDULE` setting: one fixed schedule, or selection per instance.
+pub enum Setting {
+    /// A fixed schedule and its chunk parameter ([`dls::parse_schedule`]).
+    Fixed {
+        /// The schedule.
+        schedule: Box<dyn LoopSchedule>,
+        /// Its chunk parameter, if the text gave one.
+        chunk: Option<u64>,
+    },
+    /// `auto[,method]`.
+    Auto(AutoSpec),
+}
+
+impl fmt::Debug for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Setting::Fixed { schedule, chunk } => f
+                .debug_struct("Fixed")
+                .field("schedule", &schedule.spec().to_string())
+                .field("chunk", chunk)
+                .finish(),
+            Setting::Auto(spec) => f.debug_tuple("Auto").field(spec).finish(),
+        }
+    }
+}
+
+/// Parses `KEEL_SCHEDULE` text: `auto[,method]` as [`Setting::Auto`]
+/// ([`parse_auto`]), anything else through [`dls::parse_schedule`].
+///
+/// ```
+/// use keel_policy::select::{parse_setting, Method, Setting};
+/// assert!(matches!(parse_setting("auto").unwrap(), Setting::Auto(s) if s.method == Method::Keel));
+/// assert!(matches!(parse_setting("dynamic,4").unwrap(), Setting::Fixed { chunk: Some(4), .. }));
+/// ```
+pub fn parse_setting(text: &str) -> Result<Setting, PolicyError> {
+    match parse_auto(text) {
+        Some(spec) => Ok(Setting::Auto(spec?)),
+        None => {
+            let (schedule, chunk) = dls::parse_schedule(text)?;
+            Ok(Setting::Fixed { schedule, chunk })
+        }
+    }
+}
+
+/// The twelve portfolio schedules, built once through the loop-schedule
+/// registry, in [`AUTO4OMP_PORTFOLIO`] order (index = [`Choice::index`]).
+pub fn portfolio() -> Vec<Box<dyn LoopSchedule>> {
+    let registry = dls::registry();
+    AUTO4OMP_PORTFOLIO
+        .iter()
+        .map(|name| {
+            registry
+                .build(name)
+                .expect("every portfolio name is a registered schedule")
+        })
+        .collect()
+}
+
+/// The four method state machines, dispatched without boxing.
+#[derive(Debug)]
+enum Machine {
+    Keel(Box<KeelSel>),
+    Expert(ExpertSel),
+    Exhaustive(ExhaustiveSel),
+    Random(Box<RandomSel>),
+}
+
+impl Machine {
+    fn as_select(&mut self) -> &mut dyn Select {
+        match self {
+            Machine::Keel(m) => m.as_mut(),
+            Machine::Expert(m) => m,
+            Machine::Exhaustive(m) => m,
+            Machine::Random(m) => m.as_mut(),
+        }
+    }
+}
+
+/// One loop's selection state: a method's state machine, the expert chunk
+/// switch and the record of decisions. `Send`, so a context may keep it in a
+/// per-loop record behind a lock; it is not shared between loops.
+#[derive(Debug)]
+pub struct LoopSelector {
+    method: Method,
+    machine: Machine,
+    expert_chunk: bool,
+    /// The choice made but not yet observed.
+    pending: Option<(usize, Phase)>,
+    record: Record,
+}
+
+impl LoopSelector {
+    /// A fresh selector for one loop (see [`AutoSpec::selector`]).
+    pub fn new(spec: &AutoSpec, stream: u64) -> Self {
+        let machine = match spec.method {
+            Method::Keel => Machine::Keel(Box::default()),
+            Method::Expert => Machine::Expert(ExpertSel::new()),
+            Method::Exhaustive => Machine::Exhaustive(ExhaustiveSel::new()),
+            Method::Random => Machine::Random(Box::new(RandomSel::new(spec.seed, stream))),
+        };
+        LoopSelector {
+            method: spec.method,
+            machine,
+            expert_chunk: spec.expert_chunk,
+            pending: None,
+            record: Record::with_capacity(spec.record_runs),
+        }
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The schedule for the next instance of this loop, which has
+    /// `iterations` iterations over `threads` threads. If the previous
+    /// choice was never observed (its measurement was lost), the same
+    /// schedule is returned again: nothing was learned.
+    pub fn choose(&mut self, iterations: u64, threads: usize) -> Choice {
+        let (index, phase) = match self.pending {
+            Some(pending) => pending,
+            None => self.machine.as_select().next(),
+        };
+        self.pending = Some((index, phase));
+        let instance = self.record.instances();
+        self.record.push(index, phase);
+        let chunk = if self.expert_chunk {
+            expert_chunk(iterations, threads)
+        } else {
+            None
+        };
+        Choice {
+            instance,
+            index,
+            chunk,
+            phase,
+        }
+    }
+
+    /// The measurements of the instance [`LoopSelector::choose`] last chose
+    /// for. A measurement with no choice pending is ignored; a non-finite or
+    /// negative time or a LIB outside `[0, 100]` is a typed error and leaves
+    /// the choice pending.
+    pub fn observe(&mut self, measurement: &Measurement<'_>) -> Result<(), PolicyError> {
+        measurement.validate()?;
+        if self.pending.take().is_some() {
+            self.machine.as_select().observe(measurement);
+        }
+        Ok(())
+    }
+
+    /// The decisions so far.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count),
+/// sorting them in place; NaN for none.
+pub(crate) fn median_in_place(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        0.5 * (values[n / 2 - 1] + values[n / 2])
+    }
+}
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+//! Schedule selection in the loop context (Auto4OMP §3): every method runs
+//! every iteration once, keeps its state per loop however loops interleave,
+//! records its choice at every instance, and rejects unknown methods.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use keel::loops::{record, LoopError, LoopId};
+use keel::policy::dls::AUTO4OMP_PORTFOLIO;
+use keel::{ThreadPool, WaitPolicy};
+
+fn pool(threads: usize) -> ThreadPool {
+    ThreadPool::builder()
+        .threads(threads)
+        .wait_policy(WaitPolicy::Spins(1000))
+        .build()
+        .unwrap()
+}
+
+const METHODS: [&str; 5] = ["auto", "auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
+
+#[test]
+fn every_method_runs_every_iteration_once_at_every_instance() {
+    let pool = pool(3);
+    for method in METHODS {
+        let id: &'static str = Box::leak(format!("once-{method}").into_boxed_str());
+        for instance in 0..30u64 {
+            let n = 500 + instance * 37;
+            let hits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+            pool.parallel(0..n)
+                .schedule(method)
+                .id(id)
+                .for_each(|i| {
+                    hits[i as usize].fetch_add(1, Ordering::Relaxed);
+                })
+                .unwrap();
+            assert!(
+                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                "{method}, instance {instance}"
+            );
+        }
+        let rec = record(LoopId::Named(id)).unwrap();
+        let timeline = rec.selection.expect("auto records its choices");
+        assert_eq!(timeline.runs.iter().map(|r| r.len).sum::<u64>(), 30, "{method}");
+        assert!(rec.last.selection.is_some());
+    }
+}
+
+/// ExhaustiveSel tries the portfolio in order, one schedule per instance:
+/// two loops interleaved instance by instance must each see the whole
+/// sequence from the start, unaffected by the other.
+#[test]
+fn each_loop_keeps_its_own_selection_state() {
+    let pool = pool(2);
+    let mut seen = [Vec::new(), Vec::new()];
+    for _ in 0..12 {
+        for (k, id) in ["interleaved-a", "interleaved-b"].into_iter().enumerate() {
+            let n = if k == 0 { 1000u32 } else { 3000 };
+            pool.parallel(0..n)
+                .schedule("auto,exhaustive")
+                .id(id)
+                .for_each(|_| {})
+                .unwrap();
+            seen[k].push(record(LoopId::Named(id)).unwrap().last.schedule);
+        }
+    }
+    for sequence in &seen {
+        assert_eq!(sequence, &AUTO4OMP_PORTFOLIO.to_vec(), "{sequence:?}");
+    }
+}
+
+#[test]
+fn the_expert_chunk_takes_the_chunk_parameters_place() {
+    let pool = pool(2);
+    let run = |schedule: &str, id: &'static str| {
+        pool.parallel(0..1_000_000u64)
+            .schedule(schedule.to_string())
+            .id(id)
+            .for_each_chunk(|_| {})
+            .unwrap();
+        record(LoopId::Named(id)).unwrap().last.chunk
+    };
+    let expert = keel::policy::select::expert_chunk(1_000_000, 2);
+    assert!(expert.is_some());
+    assert_eq!(run("auto,exhaustive", "expert-on"), expert);
+    assert_eq!(run("auto:method=exhaustive,expert-chunk=0", "expert-off"), None);
+}
+
+#[test]
+fn unknown_methods_are_typed_errors_listing_the_valid_ones() {
+    let pool = pool(2);
+    for bad in ["auto,fuzzy", "auto,", "auto:method=best"] {
+        let err = pool
+            .parallel(0..10u32)
+            .schedule(bad)
+            .for_each(|_| panic!("nothing runs"))
+            .unwrap_err();
+        assert!(matches!(err, LoopError::Schedule { .. }), "{bad}: {err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains("keel") && message.contains("exhaustive"),
+            "{bad}: {message}"
+        );
+    }
+}
