@@ -83,6 +83,60 @@ pub enum BenchCommand {
     /// Run the loop workloads (Mandelbrot, LavaMD-like) with every loop
     /// schedule on the global pool; compare with the ideal T_serial / P.
     Loops(BenchLoopsArgs),
+    /// The FastFlow ARRS paper's farm experiments (a)–(e) and the per-item
+    /// cost of dispatch; S = ⟨t_rr⟩/⟨t_X⟩ with its standard error.
+    Farm(BenchFarmArgs),
+    /// Auto4OMP's evaluation: every portfolio schedule (default and expert
+    /// chunk), Oracle, ManualBest and the four selection methods on the
+    /// time-stepping workloads, as % degradation relative to Oracle.
+    Auto(BenchAutoArgs),
+}
+
+/// `keel bench auto`.
+#[derive(Debug, Args)]
+pub struct BenchAutoArgs {
+    /// A stepped workload spec (`mandelbrot-zoom`, `lavamd-steps`, `sphynx`,
+    /// `gromacs`, `phase-change`, with `:key=value` parameters); repeat for
+    /// several (default: all five with their pinned defaults).
+    #[arg(short, long = "workload", value_name = "SPEC")]
+    pub workloads: Vec<String>,
+
+    /// Repeats of every configuration (Oracle takes per-instance medians;
+    /// default 3, 1 with --quick).
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+
+    /// Two small workloads, one repeat, short timelines (seconds; `keel demo`).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `keel bench farm`.
+#[derive(Debug, Args)]
+pub struct BenchFarmArgs {
+    /// Fewer sizes and smaller task sets (about a minute on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Runs per point (the paper averages at least 10).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// Run only these experiments: a, b, c, d, e, overhead (default: all).
+    #[arg(short, long = "experiment", value_name = "ID")]
+    pub experiments: Vec<String>,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `keel bench loops`.

@@ -7,6 +7,8 @@
 //! (`keel demo | head`) ends the program quietly instead of panicking.
 
 mod bench;
+mod bench_auto;
+mod bench_farm;
 mod cli;
 mod demo;
 mod error;
@@ -59,6 +61,8 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(&args.sections, out),
         Command::Bench(args) => match args.command {
             BenchCommand::Loops(args) => bench::run_loops(&args, out),
+            BenchCommand::Farm(args) => bench_farm::run_farm(&args, out),
+            BenchCommand::Auto(args) => bench_auto::run_auto(&args, out),
         },
     }
 }

@@ -149,17 +149,18 @@ pub fn write_table(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError
 /// Lines of an aligned table: the first column left-aligned, the others
 /// right-aligned, two spaces between columns, indented by two, no trailing
 /// spaces. Widths count characters, not bytes (the headers use `λ`, `÷`).
-pub fn align<const N: usize>(rows: &[[String; N]]) -> Vec<String> {
-    let mut widths = [0usize; N];
+pub fn align<R: AsRef<[String]>>(rows: &[R]) -> Vec<String> {
+    let columns = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
     for r in rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
+        for (w, cell) in widths.iter_mut().zip(r.as_ref()) {
             *w = (*w).max(cell.chars().count());
         }
     }
     rows.iter()
         .map(|r| {
             let mut line = String::from("  ");
-            for (i, (cell, &w)) in r.iter().zip(&widths).enumerate() {
+            for (i, (cell, &w)) in r.as_ref().iter().zip(&widths).enumerate() {
                 let pad = " ".repeat(w - cell.chars().count());
                 if i == 0 {
                     line.push_str(cell);

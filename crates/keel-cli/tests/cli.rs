@@ -43,13 +43,33 @@ fn json_of(args: &[&str]) -> serde_json::Value {
 fn demo_prints_every_section_and_policy() {
     let assert = keel().arg("demo").assert().success();
     let out = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
-    for section in ["lb-test", "lb-test-drift", "leanmd", "hotspot", "loops"] {
+    for section in [
+        "lb-test",
+        "lb-test-drift",
+        "leanmd",
+        "hotspot",
+        "loops",
+        "auto",
+        "farm",
+    ] {
         assert!(
             out.contains(&format!("== {section}: ")),
             "{section} missing:\n{out}"
         );
     }
-    assert_eq!(out.matches("Look for: ").count(), 5);
+    assert_eq!(out.matches("Look for: ").count(), 7);
+    for method in [
+        "auto,keel",
+        "auto,expert",
+        "auto,exhaustive",
+        "auto,random",
+        "ManualBest",
+    ] {
+        assert!(
+            out.contains(method),
+            "{method} missing from the auto section"
+        );
+    }
     for policy in [
         "block",
         "round-robin",

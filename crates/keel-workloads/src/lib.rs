@@ -12,6 +12,9 @@
 //!   deterministic from their seed ([`generate()`], [`generators`]);
 //! - **traces**: the user's own loads as JSON or CSV ([`read_trace`]).
 //!
+//! Loop workloads ([`loops`]) and farm workloads ([`farm`]) also carry a
+//! body that performs the work they describe.
+//!
 //! ```
 //! use keel_workloads::generate;
 //! let problem = generate("lb-test:tasks=1000,pus=8").unwrap();
@@ -22,6 +25,7 @@
 //! ```
 
 mod error;
+pub mod farm;
 pub mod generate;
 pub mod loops;
 mod params;

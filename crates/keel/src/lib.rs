@@ -4,12 +4,14 @@
 //!
 //! - [`pool`]: persistent workers; the caller takes part; spin-then-park.
 //! - [`loops`]: parallel loops with every schedule of `keel-policy::dls`.
+//! - [`farm`]: task farms (emitter, workers, collector, feedback) with the
+//!   dispatch policies of `keel-policy::farm`, ARRS included.
 //! - [`enact`]: run every task on the PU a mapping gives it, timing each.
 //!
-//! Loops, farm and objects contexts arrive with their issues (see
-//! `docs/architecture.md`).
+//! The objects context arrives with its issue (see `docs/architecture.md`).
 
 mod enact;
+pub mod farm;
 pub mod loops;
 pub mod pool;
 mod trace;

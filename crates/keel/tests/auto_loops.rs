@@ -16,7 +16,13 @@ fn pool(threads: usize) -> ThreadPool {
         .unwrap()
 }
 
-const METHODS: [&str; 5] = ["auto", "auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
+const METHODS: [&str; 5] = [
+    "auto",
+    "auto,keel",
+    "auto,expert",
+    "auto,exhaustive",
+    "auto,random",
+];
 
 #[test]
 fn every_method_runs_every_iteration_once_at_every_instance() {
@@ -40,7 +46,11 @@ fn every_method_runs_every_iteration_once_at_every_instance() {
         }
         let rec = record(LoopId::Named(id)).unwrap();
         let timeline = rec.selection.expect("auto records its choices");
-        assert_eq!(timeline.runs.iter().map(|r| r.len).sum::<u64>(), 30, "{method}");
+        assert_eq!(
+            timeline.runs.iter().map(|r| r.len).sum::<u64>(),
+            30,
+            "{method}"
+        );
         assert!(rec.last.selection.is_some());
     }
 }
@@ -82,7 +92,10 @@ fn the_expert_chunk_takes_the_chunk_parameters_place() {
     let expert = keel::policy::select::expert_chunk(1_000_000, 2);
     assert!(expert.is_some());
     assert_eq!(run("auto,exhaustive", "expert-on"), expert);
-    assert_eq!(run("auto:method=exhaustive,expert-chunk=0", "expert-off"), None);
+    assert_eq!(
+        run("auto:method=exhaustive,expert-chunk=0", "expert-off"),
+        None
+    );
 }
 
 #[test]

@@ -48,7 +48,13 @@ fn every_iteration_runs_once_on_edge_cases() {
     for threads in [1, 2, 3] {
         let pool = pool(threads);
         for schedule in WORKLOAD_SCHEDULES {
-            for (n, chunk) in [(0, None), (1, None), (2, None), (7, Some(100)), (500, Some(7))] {
+            for (n, chunk) in [
+                (0, None),
+                (1, None),
+                (2, None),
+                (7, Some(100)),
+                (500, Some(7)),
+            ] {
                 let hints: Vec<f64> = (0..n).map(|i| ((i * 37) % 11) as f64).collect();
                 hits_once(&pool, schedule, &hints, chunk);
             }
@@ -131,7 +137,10 @@ fn the_hints_steer_the_assignment() {
                 }
             })
             .unwrap();
-        let (l0, l1) = (load[0].load(Ordering::Relaxed), load[1].load(Ordering::Relaxed));
+        let (l0, l1) = (
+            load[0].load(Ordering::Relaxed),
+            load[1].load(Ordering::Relaxed),
+        );
         assert_eq!(l0 + l1, 299);
         assert!(l0.abs_diff(l1) <= 10, "{schedule}: loads {l0} vs {l1}");
         let (i0, i1) = (

@@ -4,6 +4,8 @@
 //! tables. Later features add their sections to [`sections`]; `keel demo
 //! NAME...` runs a subset. Every number printed is computed on the spot.
 
+mod auto;
+mod farm;
 mod loops;
 mod mapping;
 
@@ -29,6 +31,8 @@ pub struct Section {
 pub fn sections() -> Vec<Section> {
     let mut all = mapping::sections();
     all.extend(loops::sections());
+    all.extend(auto::sections());
+    all.extend(farm::sections());
     all
 }
 

@@ -1,7 +1,7 @@
 //! `gromacs`: a balanced, memory-bound loop (Auto4OMP §4's GROMACS-like
 //! case, where every schedule is about as good and only overhead differs):
 //! a STREAM triad `a = b + s·c` over `elements` doubles, one loop iteration
-//! per block of `block` elements, once per step. Three arrays of 64 MB by
+//! per block of `block` elements, once per step. Three arrays of 128 MB by
 //! default, far beyond the caches, so the loop streams from memory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +32,10 @@ impl Gromacs {
     /// The spec name.
     pub const NAME: &'static str = "gromacs";
 
-    /// Builds from `gromacs[:elements=8388608,block=2048,steps=100]`.
+    /// Builds from `gromacs[:elements=16777216,block=2048,steps=100]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
         spec.check_keys(&["elements", "block", "steps"])?;
-        let elements = count(spec, "elements", 1 << 23, 1, 1 << 28)?;
+        let elements = count(spec, "elements", 1 << 24, 1, 1 << 28)?;
         let block = count(spec, "block", 2048, 1, elements)?;
         Ok(Gromacs {
             elements,
@@ -102,8 +102,8 @@ mod tests {
     #[test]
     fn golden_defaults_and_the_triad() {
         let w = Gromacs::from_spec(&Spec::parse("gromacs").unwrap()).unwrap();
-        assert_eq!(w.spec(), "gromacs:elements=8388608,block=2048,steps=100");
-        assert_eq!(w.calls(0)[0].iterations, 4096);
+        assert_eq!(w.spec(), "gromacs:elements=16777216,block=2048,steps=100");
+        assert_eq!(w.calls(0)[0].iterations, 8192);
         let small =
             Gromacs::from_spec(&Spec::parse("gromacs:elements=10,block=4").unwrap()).unwrap();
         assert_eq!(small.calls(0)[0].iterations, 3);

@@ -23,7 +23,7 @@ impl LavaMdSteps {
     /// The spec name.
     pub const NAME: &'static str = "lavamd-steps";
 
-    /// Builds from `lavamd-steps[:boxes1d=6,gamma=0.2,particles-per-unit=5,seed=2019,steps=100]`.
+    /// Builds from `lavamd-steps[:boxes1d=6,gamma=0.2,particles-per-unit=4,seed=2019,steps=100]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
         spec.check_keys(&["boxes1d", "gamma", "particles-per-unit", "seed", "steps"])?;
         let boxes1d = count(spec, "boxes1d", 6, 1, lavamd::MAX_BOXES1D)?;
@@ -31,7 +31,7 @@ impl LavaMdSteps {
         let ppu = count(
             spec,
             "particles-per-unit",
-            5,
+            4,
             1,
             lavamd::MAX_PARTICLES_PER_UNIT,
         )?;
@@ -85,11 +85,11 @@ mod tests {
         let w = LavaMdSteps::from_spec(&Spec::parse("lavamd-steps").unwrap()).unwrap();
         assert_eq!(
             w.spec(),
-            "lavamd-steps:boxes1d=6,gamma=0.2,particles-per-unit=5,seed=2019,steps=100"
+            "lavamd-steps:boxes1d=6,gamma=0.2,particles-per-unit=4,seed=2019,steps=100"
         );
         let work = w.boxes().work();
         assert_eq!(work.len(), 216);
-        assert_eq!(work.iter().sum::<u64>(), 4_425_550);
+        assert_eq!(work.iter().sum::<u64>(), 2_832_352);
         // Static's two halves differ: the point of the small grid.
         let (a, b) = work.split_at(108);
         let (a, b) = (a.iter().sum::<u64>() as f64, b.iter().sum::<u64>() as f64);

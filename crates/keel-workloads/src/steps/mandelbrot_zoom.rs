@@ -32,12 +32,12 @@ impl MandelbrotZoom {
     /// The spec name.
     pub const NAME: &'static str = "mandelbrot-zoom";
 
-    /// Builds from `mandelbrot-zoom[:width=256,height=512,max-iter=500,steps=100,start=3,zoom=0.96]`.
+    /// Builds from `mandelbrot-zoom[:width=256,height=320,max-iter=500,steps=100,start=3,zoom=0.96]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
         spec.check_keys(&["width", "height", "max-iter", "steps", "start", "zoom"])?;
         Ok(MandelbrotZoom {
             width: count(spec, "width", 256, 1, 1 << 14)?,
-            height: count(spec, "height", 512, 1, 1 << 14)?,
+            height: count(spec, "height", 320, 1, 1 << 14)?,
             max_iter: count(spec, "max-iter", 500, 1, 1 << 20)? as u32,
             steps: count(spec, "steps", 100, 1, 1 << 20)?,
             start: number(spec, "start", 3.0, (0.0, true), 100.0)?,
@@ -105,14 +105,14 @@ mod tests {
         let w = MandelbrotZoom::from_spec(&Spec::parse("mandelbrot-zoom").unwrap()).unwrap();
         assert_eq!(
             w.spec(),
-            "mandelbrot-zoom:width=256,height=512,max-iter=500,steps=100,start=3,zoom=0.96"
+            "mandelbrot-zoom:width=256,height=320,max-iter=500,steps=100,start=3,zoom=0.96"
         );
         let column_work =
             |step: usize| -> Vec<f64> { (0..256).map(|c| w.run(step, 0, c)).collect() };
         let first = column_work(0);
         let last = column_work(99);
-        assert_eq!(first.iter().sum::<f64>(), 11_609_868.0);
-        assert_eq!(last.iter().sum::<f64>(), 31_194_499.0);
+        assert_eq!(first.iter().sum::<f64>(), 7_255_259.0);
+        assert_eq!(last.iter().sum::<f64>(), 19_504_476.0);
         // The heaviest column moves as the window zooms.
         let argmax = |v: &[f64]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
         assert_ne!(argmax(&first), argmax(&last));

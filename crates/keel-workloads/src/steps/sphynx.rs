@@ -6,8 +6,9 @@
 //!
 //! 1. `sphynx-density` over the first `short-particles` particles (a short
 //!    instance, about 20 ms here);
-//! 2. `sphynx-density` again over all `particles` (the long instance; SPHYNX
-//!    at full size takes about a second; `particles=400000` approaches it);
+//! 2. `sphynx-density` again over all `particles` (the long instance, about
+//!    40 ms at the bench's size; SPHYNX at full size takes about a second,
+//!    which `particles=400000` approaches);
 //! 3. `sphynx-forces` over all particles.
 //!
 //! The same loop thus alternates between a short and a long instance, which
@@ -23,8 +24,12 @@ use super::{spin, LoopCall, SteppedWorkload};
 use crate::error::WorkloadError;
 use crate::params::{count, number};
 
-/// Spin units per neighbour (the cost of one interaction).
-pub const UNITS_PER_NEIGHBOUR: u64 = 40;
+/// Spin units per neighbour in the density loop.
+pub const DENSITY_UNITS: u64 = 33;
+
+/// Spin units per neighbour in the forces loop (half the density's: the
+/// bench keeps a step near 80 ms on two threads).
+pub const FORCES_UNITS: u64 = 16;
 
 /// A SPHYNX-like time-stepping program.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,10 +49,10 @@ impl Sphynx {
     /// The forces loop's name.
     pub const FORCES: &'static str = "sphynx-forces";
 
-    /// Builds from `sphynx[:particles=24000,short-particles=8000,steps=100,bump=4,width=0.1]`.
+    /// Builds from `sphynx[:particles=16000,short-particles=8000,steps=100,bump=4,width=0.1]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
         spec.check_keys(&["particles", "short-particles", "steps", "bump", "width"])?;
-        let particles = count(spec, "particles", 24_000, 1, 1 << 26)?;
+        let particles = count(spec, "particles", 16_000, 1, 1 << 26)?;
         let short_particles = count(spec, "short-particles", 8_000, 1, particles)?;
         Ok(Sphynx {
             particles,
@@ -109,7 +114,12 @@ impl SteppedWorkload for Sphynx {
 
     fn run(&self, step: usize, call: usize, i: usize) -> f64 {
         assert!(step < self.steps && call < 3 && i < self.particles);
-        spin(self.neighbours(step, i) * UNITS_PER_NEIGHBOUR, i as u64)
+        let units = if call == 2 {
+            FORCES_UNITS
+        } else {
+            DENSITY_UNITS
+        };
+        spin(self.neighbours(step, i) * units, i as u64)
     }
 }
 
@@ -122,18 +132,18 @@ mod tests {
         let w = Sphynx::from_spec(&Spec::parse("sphynx").unwrap()).unwrap();
         assert_eq!(
             w.spec(),
-            "sphynx:particles=24000,short-particles=8000,steps=100,bump=4,width=0.1"
+            "sphynx:particles=16000,short-particles=8000,steps=100,bump=4,width=0.1"
         );
-        let total = |step: usize| (0..24_000).map(|i| w.neighbours(step, i)).sum::<u64>();
-        assert_eq!(total(0), 1_983_735);
-        assert_eq!(total(50), 2_050_587);
+        let total = |step: usize| (0..16_000).map(|i| w.neighbours(step, i)).sum::<u64>();
+        assert_eq!(total(0), 1_322_445);
+        assert_eq!(total(50), 1_366_981);
         // The dense region drifts: the heaviest particle moves right.
         let heaviest = |step: usize| {
-            (0..24_000)
+            (0..16_000)
                 .max_by_key(|&i| (w.neighbours(step, i), i))
                 .unwrap()
         };
-        assert!(heaviest(0) < 4_000 && heaviest(99) > 20_000);
+        assert!(heaviest(0) < 3_000 && heaviest(99) > 13_000);
         let calls = w.calls(0);
         assert_eq!(calls[0].name, calls[1].name);
         assert!(calls[0].iterations < calls[1].iterations);

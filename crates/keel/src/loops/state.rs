@@ -96,9 +96,11 @@ fn states() -> &'static Mutex<HashMap<LoopId, SharedState>> {
 /// Per-thread cache size: loops a thread alternates between without a miss.
 const RECENT: usize = 8;
 
+/// A thread's recently used states, and the slot the next miss replaces.
+type Recent = ([Option<(LoopId, SharedState)>; RECENT], usize);
+
 thread_local! {
-    static RECENT_STATES: RefCell<([Option<(LoopId, SharedState)>; RECENT], usize)> =
-        RefCell::new((Default::default(), 0));
+    static RECENT_STATES: RefCell<Recent> = RefCell::new((Default::default(), 0));
 }
 
 /// Pointer equality first: one call site's `Location` is one static, so the

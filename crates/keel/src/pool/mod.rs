@@ -280,7 +280,11 @@ impl ThreadPool {
             return;
         }
         let shared = &*self.shared;
-        let _region = shared.caller_side.region.lock().unwrap_or_else(|e| e.into_inner());
+        let _region = shared
+            .caller_side
+            .region
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let job = |index: usize| {
             if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(Team { index, size })))
             {
@@ -378,7 +382,10 @@ impl ThreadPool {
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.shared.fork.shutdown.store(true, Ordering::Relaxed);
-        self.shared.fork.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
+        self.shared
+            .fork
+            .state
+            .fetch_add(EPOCH_ONE, Ordering::AcqRel);
         for handle in &self.handles {
             handle.thread().unpark();
         }

@@ -1,0 +1,577 @@
+//! `keel bench auto`: the Auto4OMP evaluation (paper §4, Table 3) on this
+//! machine. Each time-stepping workload of `keel_workloads::steps` runs
+//! under every portfolio schedule, with its default chunk and with the
+//! expert chunk, `reps` times; then under each selection method. From the
+//! fixed runs come **Oracle** (the best fixed configuration *per loop
+//! instance*, from the medians of the repeats) and **ManualBest** (the best
+//! fixed schedule *per loop* with the default chunk, found after the fact).
+//! Every configuration is reported as % degradation relative to Oracle.
+//!
+//! Times are taken around each whole loop call, so the selection's own
+//! bookkeeping (choosing before the fork, observing after the join) counts
+//! against the methods. Loop ids are unique per configuration and repeat,
+//! so every run starts with fresh records and selection state.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::io::Write;
+use std::time::Instant;
+
+use keel::loops::{record, LoopId, LoopRecord};
+use keel::policy::dls::AUTO4OMP_PORTFOLIO;
+use keel::policy::select::{self, Run};
+use keel_workloads::steps::{stepped_workload, SteppedWorkload};
+use serde::Serialize;
+
+use crate::bench::global_threads;
+use crate::cli::BenchAutoArgs;
+use crate::error::CliError;
+use crate::report;
+
+/// The workloads the bench runs by default (their pinned defaults).
+pub const WORKLOADS: [&str; 5] = [
+    "mandelbrot-zoom",
+    "lavamd-steps",
+    "sphynx",
+    "gromacs",
+    "phase-change",
+];
+
+/// Small versions for `--quick` (and `keel demo`): seconds, not minutes.
+pub const QUICK_WORKLOADS: [&str; 2] = [
+    "mandelbrot-zoom:width=96,height=64,max-iter=200,steps=16",
+    "phase-change:iterations=60000,steps=16,switch=8",
+];
+
+/// The methods, in report order.
+pub const METHODS: [&str; 4] = ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
+
+/// A workload must spread its best and worst fixed schedules by this much
+/// (or be balanced by design) to discriminate between schedules.
+pub const DISCRIMINATION: f64 = 0.20;
+
+/// One fixed or selecting configuration's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigResult {
+    /// `static`, `static+expert`, `auto,keel`, …
+    pub config: String,
+    /// Seconds over the whole program (median over repeats).
+    pub total: f64,
+    /// `(total − Oracle) / Oracle · 100`.
+    pub degradation_percent: f64,
+}
+
+/// A selection method's outcome on one workload.
+#[derive(Clone, Debug, Serialize)]
+pub struct MethodResult {
+    /// The configuration and its total.
+    pub result: ConfigResult,
+    /// Seconds spent in exploration instances beyond Oracle's time for
+    /// them (the repeat with the median total).
+    pub exploration_cost: f64,
+    /// Exploration instances (same repeat).
+    pub exploration_instances: u64,
+    /// Each loop's selection timeline (same repeat).
+    pub timelines: Vec<(String, Vec<Run>)>,
+}
+
+/// One workload's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadReport {
+    /// The workload's full spec.
+    pub spec: String,
+    /// Loop instances per run.
+    pub instances: usize,
+    /// Oracle's total, seconds.
+    pub oracle: f64,
+    /// ManualBest's total and its schedule per loop.
+    pub manual_best: ConfigResult,
+    /// ManualBest's choice per loop name.
+    pub manual_best_schedules: Vec<(String, String)>,
+    /// Every fixed configuration.
+    pub fixed: Vec<ConfigResult>,
+    /// Every method.
+    pub methods: Vec<MethodResult>,
+    /// (worst − best) / best over the default-chunk fixed schedules.
+    pub spread: f64,
+    /// Balanced by design (exempt from the spread rule).
+    pub balanced: bool,
+    /// Under `auto,keel`, the median time of its instances that ran STATIC
+    /// while exploiting, over the fixed `static+expert` configuration's
+    /// median for the same instances, minus 1: the selection mechanism's own
+    /// cost, when it settled on STATIC (with the expert chunk, as `auto`
+    /// plans by default).
+    pub mechanism_cost_vs_static: Option<f64>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct AutoReport {
+    /// Threads of the global pool.
+    pub threads: usize,
+    /// Repeats of every configuration.
+    pub reps: usize,
+    /// One per workload.
+    pub workloads: Vec<WorkloadReport>,
+}
+
+/// One run of a program: the time of every loop call, in program order, and
+/// the record of every loop afterwards.
+struct ProgramRun {
+    times: Vec<f64>,
+    records: Vec<(String, LoopRecord)>,
+}
+
+/// How a fixed configuration sets the chunk.
+#[derive(Clone, Copy, PartialEq)]
+enum ChunkMode {
+    Default,
+    Expert,
+}
+
+fn run_program(
+    w: &dyn SteppedWorkload,
+    schedule: &str,
+    chunk: ChunkMode,
+    tag: &str,
+    threads: usize,
+) -> Result<ProgramRun, CliError> {
+    let mut ids: HashMap<&'static str, &'static str> = HashMap::new();
+    let mut times = Vec::new();
+    for step in 0..w.steps() {
+        for (c, call) in w.calls(step).iter().enumerate() {
+            let id = *ids
+                .entry(call.name)
+                .or_insert_with(|| Box::leak(format!("{tag}/{}", call.name).into_boxed_str()));
+            let mut l = keel::parallel(0..call.iterations)
+                .schedule(schedule.to_string())
+                .id(id);
+            if chunk == ChunkMode::Expert {
+                if let Some(k) = select::expert_chunk(call.iterations as u64, threads) {
+                    l = l.chunk(k);
+                }
+            }
+            let started = Instant::now();
+            l.for_each(|i| {
+                black_box(w.run(step, c, i));
+            })
+            .map_err(|e| CliError::Usage(format!("{schedule}: {e}")))?;
+            times.push(started.elapsed().as_secs_f64());
+        }
+    }
+    let records = ids
+        .iter()
+        .filter_map(|(name, id)| record(LoopId::Named(id)).map(|r| (name.to_string(), r)))
+        .collect();
+    Ok(ProgramRun { times, records })
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Per-instance medians over repeats.
+fn instance_medians(runs: &[ProgramRun]) -> Vec<f64> {
+    let n = runs[0].times.len();
+    (0..n)
+        .map(|i| median(&mut runs.iter().map(|r| r.times[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
+fn degradation(total: f64, oracle: f64) -> f64 {
+    (total - oracle) / oracle * 100.0
+}
+
+/// Runs the whole evaluation of one workload.
+pub fn bench_workload(
+    w: &dyn SteppedWorkload,
+    reps: usize,
+    threads: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<WorkloadReport, CliError> {
+    let spec = w.spec();
+    // Loop name of every instance, in program order.
+    let names: Vec<&'static str> = (0..w.steps())
+        .flat_map(|s| w.calls(s).into_iter().map(|c| c.name))
+        .collect();
+
+    // One untimed pass first: page faults, caches and the pool's first
+    // wake-ups would otherwise fall on whichever configuration runs first.
+    progress(&format!("{spec}: warm-up"));
+    run_program(
+        w,
+        "static",
+        ChunkMode::Default,
+        &format!("bench-auto/{spec}/warm-up"),
+        threads,
+    )?;
+
+    // Fixed configurations, repeats interleaved so that drifts in the
+    // machine's speed spread over all of them.
+    let mut configs: Vec<(String, &str, ChunkMode)> = Vec::new();
+    for name in AUTO4OMP_PORTFOLIO {
+        configs.push((name.to_string(), name, ChunkMode::Default));
+        configs.push((format!("{name}+expert"), name, ChunkMode::Expert));
+    }
+    let mut fixed_runs: Vec<Vec<ProgramRun>> = configs.iter().map(|_| Vec::new()).collect();
+    for rep in 0..reps {
+        for (k, (label, schedule, chunk)) in configs.iter().enumerate() {
+            progress(&format!("{spec}: {label} (repeat {}/{reps})", rep + 1));
+            let tag = format!("bench-auto/{spec}/{label}/{rep}");
+            fixed_runs[k].push(run_program(w, schedule, *chunk, &tag, threads)?);
+        }
+    }
+    let medians: Vec<Vec<f64>> = fixed_runs.iter().map(|r| instance_medians(r)).collect();
+    let oracle_per_instance: Vec<f64> = (0..names.len())
+        .map(|i| medians.iter().map(|m| m[i]).fold(f64::INFINITY, f64::min))
+        .collect();
+    let oracle: f64 = oracle_per_instance.iter().sum();
+    let fixed: Vec<ConfigResult> = configs
+        .iter()
+        .zip(&medians)
+        .map(|((label, _, _), m)| {
+            let total = m.iter().sum();
+            ConfigResult {
+                config: label.clone(),
+                total,
+                degradation_percent: degradation(total, oracle),
+            }
+        })
+        .collect();
+
+    // ManualBest: per loop name, the default-chunk schedule with the least
+    // total over that loop's instances.
+    let mut loop_names: Vec<&'static str> = names.clone();
+    loop_names.sort_unstable();
+    loop_names.dedup();
+    let mut manual_total = 0.0;
+    let mut manual_best_schedules = Vec::new();
+    for name in &loop_names {
+        let (best, time) = configs
+            .iter()
+            .zip(&medians)
+            .filter(|((_, _, chunk), _)| *chunk == ChunkMode::Default)
+            .map(|((label, _, _), m)| {
+                let t: f64 = (0..names.len())
+                    .filter(|&i| names[i] == *name)
+                    .map(|i| m[i])
+                    .sum();
+                (label.clone(), t)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("the portfolio is not empty");
+        manual_total += time;
+        manual_best_schedules.push((name.to_string(), best));
+    }
+    let default_totals: Vec<f64> = fixed
+        .iter()
+        .zip(&configs)
+        .filter(|(_, (_, _, chunk))| *chunk == ChunkMode::Default)
+        .map(|(r, _)| r.total)
+        .collect();
+    let best = default_totals.iter().copied().fold(f64::INFINITY, f64::min);
+    let worst = default_totals.iter().copied().fold(0.0, f64::max);
+
+    // The methods.
+    let mut methods = Vec::new();
+    let mut keel_static_ratio = None;
+    for method in METHODS {
+        let mut runs = Vec::new();
+        for rep in 0..reps {
+            progress(&format!("{spec}: {method} (repeat {}/{reps})", rep + 1));
+            let tag = format!("bench-auto/{spec}/{method}/{rep}");
+            runs.push(run_program(w, method, ChunkMode::Default, &tag, threads)?);
+        }
+        let mut totals: Vec<(f64, usize)> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, r)| (r.times.iter().sum::<f64>(), k))
+            .collect();
+        totals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (total, typical) = totals[totals.len() / 2];
+        let run = &runs[typical];
+        // Which instances explored: from each loop's timeline, mapped back
+        // to program order through the loop's own instance counter.
+        let mut seen: HashMap<&str, u64> = HashMap::new();
+        let mut exploration_cost = 0.0;
+        let mut exploration_instances = 0;
+        let mut on_static = Vec::new();
+        let mut static_reference = Vec::new();
+        // `auto` plans with the expert chunk, so its STATIC is `static` with
+        // the expert chunk: compare with that fixed configuration.
+        let static_medians = &medians[1];
+        for (i, name) in names.iter().enumerate() {
+            let k = seen.entry(name).or_insert(0);
+            let runs_of = run
+                .records
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, r)| r.selection.as_ref());
+            let decision = runs_of.and_then(|t| {
+                t.runs
+                    .iter()
+                    .find(|r| (r.first..r.first + r.len).contains(k))
+            });
+            if let Some(d) = decision {
+                if d.phase.is_exploration() {
+                    exploration_instances += 1;
+                    exploration_cost += run.times[i] - oracle_per_instance[i];
+                } else if d.index == 0 {
+                    on_static.push(run.times[i]);
+                    static_reference.push(static_medians[i]);
+                }
+            }
+            *k += 1;
+        }
+        if method == "auto,keel" && on_static.len() * 2 >= names.len() {
+            keel_static_ratio = Some(median(&mut on_static) / median(&mut static_reference) - 1.0);
+        }
+        let timelines = run
+            .records
+            .iter()
+            .filter_map(|(n, r)| r.selection.as_ref().map(|t| (n.clone(), t.runs.clone())))
+            .collect();
+        methods.push(MethodResult {
+            result: ConfigResult {
+                config: method.to_string(),
+                total,
+                degradation_percent: degradation(total, oracle),
+            },
+            exploration_cost,
+            exploration_instances,
+            timelines,
+        });
+    }
+
+    Ok(WorkloadReport {
+        spec,
+        instances: names.len(),
+        oracle,
+        manual_best: ConfigResult {
+            config: "ManualBest".into(),
+            total: manual_total,
+            degradation_percent: degradation(manual_total, oracle),
+        },
+        manual_best_schedules,
+        fixed,
+        methods,
+        spread: (worst - best) / best,
+        balanced: w.balanced(),
+        mechanism_cost_vs_static: keel_static_ratio,
+    })
+}
+
+/// `keel bench auto`.
+pub fn run_auto(args: &BenchAutoArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 3 });
+    if reps == 0 {
+        return Err(CliError::Usage("--reps must be at least 1".into()));
+    }
+    let specs: Vec<String> = match (&args.workloads[..], args.quick) {
+        ([], true) => QUICK_WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        ([], false) => WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        (given, _) => given.to_vec(),
+    };
+    let workloads: Vec<Box<dyn SteppedWorkload>> = specs
+        .iter()
+        .map(|s| stepped_workload(s))
+        .collect::<Result<_, _>>()?;
+    let threads = global_threads()?;
+    let quiet = args.quiet || args.quick;
+    let mut progress = |what: &str| {
+        if !quiet {
+            let _ = writeln!(std::io::stderr(), "keel bench auto: {what}");
+        }
+    };
+    let report = AutoReport {
+        threads,
+        reps,
+        workloads: workloads
+            .iter()
+            .map(|w| bench_workload(w.as_ref(), reps, threads, &mut progress))
+            .collect::<Result<_, _>>()?,
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    write_report(out, &report, args.quick)
+}
+
+/// The tables: a Table-3-style summary, then each workload's detail.
+pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "keel bench auto: {} threads, {} repeat(s) of every configuration; % degradation relative to Oracle (best fixed configuration per loop instance, medians of the repeats)",
+        r.threads, r.reps
+    )?;
+    // Summary: one column per workload.
+    let mut header = vec!["".to_string()];
+    header.extend(r.workloads.iter().map(|w| short_name(&w.spec)));
+    let mut rows = vec![header];
+    let mut row_of = |label: &str, pick: &dyn Fn(&WorkloadReport) -> String| {
+        let mut row = vec![label.to_string()];
+        row.extend(r.workloads.iter().map(pick));
+        rows.push(row);
+    };
+    row_of("Oracle (s)", &|w| format!("{:.3}", w.oracle));
+    row_of("ManualBest %", &|w| {
+        format!("{:.1}", w.manual_best.degradation_percent)
+    });
+    for (k, method) in METHODS.iter().enumerate() {
+        row_of(&format!("{method} %"), &|w| {
+            format!("{:.1}", w.methods[k].result.degradation_percent)
+        });
+    }
+    row_of("best fixed %", &|w| {
+        let best = w
+            .fixed
+            .iter()
+            .min_by(|a, b| a.total.total_cmp(&b.total))
+            .unwrap();
+        format!("{:.1} {}", best.degradation_percent, best.config)
+    });
+    row_of("worst fixed %", &|w| {
+        let worst = w
+            .fixed
+            .iter()
+            .max_by(|a, b| a.total.total_cmp(&b.total))
+            .unwrap();
+        format!("{:.1} {}", worst.degradation_percent, worst.config)
+    });
+    row_of("spread (default chunks)", &|w| {
+        let verdict = if w.balanced {
+            "balanced"
+        } else if w.spread >= DISCRIMINATION {
+            "discriminates"
+        } else {
+            "does NOT discriminate"
+        };
+        format!("{:.0}% {verdict}", w.spread * 100.0)
+    });
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    for w in &r.workloads {
+        writeln!(out)?;
+        write_workload(out, w, brief)?;
+    }
+    Ok(())
+}
+
+fn short_name(spec: &str) -> String {
+    spec.split(':').next().unwrap_or(spec).to_string()
+}
+
+fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "{}: {} loop instances; Oracle {}",
+        w.spec,
+        w.instances,
+        report::duration(w.oracle)
+    )?;
+    let manual: Vec<String> = w
+        .manual_best_schedules
+        .iter()
+        .map(|(l, s)| format!("{l} = {s}"))
+        .collect();
+    writeln!(
+        out,
+        "  ManualBest ({}): {} ({:+.1}%)",
+        manual.join(", "),
+        report::duration(w.manual_best.total),
+        w.manual_best.degradation_percent
+    )?;
+    for m in &w.methods {
+        writeln!(
+            out,
+            "  {}: {} ({:+.1}%); exploration {} instances costing {} over Oracle",
+            m.result.config,
+            report::duration(m.result.total),
+            m.result.degradation_percent,
+            m.exploration_instances,
+            report::duration(m.exploration_cost.max(0.0)),
+        )?;
+        for (name, runs) in &m.timelines {
+            writeln!(out, "    {name}: {}", timeline(runs))?;
+        }
+    }
+    if let Some(cost) = w.mechanism_cost_vs_static {
+        writeln!(
+            out,
+            "  selection mechanism (auto,keel settled on static) vs fixed static+expert: {:+.1}%",
+            cost * 100.0
+        )?;
+    }
+    if brief {
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "fixed".to_string(),
+        "total".to_string(),
+        "% vs Oracle".to_string(),
+    ]];
+    for f in &w.fixed {
+        rows.push([
+            f.config.clone(),
+            report::duration(f.total),
+            format!("{:+.1}", f.degradation_percent),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "  {line}")?;
+    }
+    Ok(())
+}
+
+/// A loop's decisions in one line: exploring stretches are summarised by
+/// their length, exploiting ones name their schedule.
+fn timeline(runs: &[Run]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < runs.len() {
+        let run = runs[k];
+        if run.phase.is_exploration() {
+            let mut end = k;
+            while end + 1 < runs.len() && runs[end + 1].phase == run.phase {
+                end += 1;
+            }
+            let last = runs[end].first + runs[end].len - 1;
+            let span = if last == run.first {
+                run.first.to_string()
+            } else {
+                format!("{}–{last}", run.first)
+            };
+            parts.push(format!("{span} {}", run.phase));
+            k = end + 1;
+        } else {
+            let last = run.first + run.len - 1;
+            let span = if run.len == 1 {
+                run.first.to_string()
+            } else {
+                format!("{}–{last}", run.first)
+            };
+            parts.push(format!(
+                "{span} {} ({})",
+                AUTO4OMP_PORTFOLIO[run.index], run.phase
+            ));
+            k += 1;
+        }
+    }
+    if parts.len() > 12 {
+        let shown = parts[..12].join(", ");
+        return format!("{shown}, … ({} more runs)", parts.len() - 12);
+    }
+    parts.join(", ")
+}

@@ -1,0 +1,568 @@
+//! `keel bench farm`: the experiments of the FastFlow ARRS paper
+//! (`papers/fastflow-adaptive-round-robin-farm.txt` §III) on Keel's farm,
+//! on this machine, plus the per-item cost of dispatch with empty tasks.
+//!
+//! Every experiment times each policy's farm on the same tasks, the
+//! policies interleaved run by run, and prints the paper's relative
+//! performance `S = ⟨t_RR⟩ / ⟨t_X⟩` (Eq. 1) with its standard error,
+//! propagated from the standard errors of the two means:
+//!
+//! - **(a)** uniform prime-counting tasks (primes up to 7,500) on 2
+//!   workers, 1K–16K tasks (Fig. 6);
+//! - **(b)** two workers, the first counting primes only up to 2,000, against
+//!   the model `S = Σsᵢ / (p·s₁)` (Eq. 2) with the speed ratio measured now
+//!   (Figs. 7–8);
+//! - **(c)** three workers, two pinned to core 0 and one to core 1, uniform
+//!   tasks: more workers than cores, unevenly placed (Fig. 10);
+//! - **(d)** very short uniform tasks: MD-like pair forces (Fig. 11);
+//! - **(e)** the material-optimisation farm with feedback, two workers of
+//!   strategy costs 1 and 4 (Fig. 13);
+//! - **overhead**: nanoseconds per item with empty tasks.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::time::Instant;
+
+use keel::farm::{Farm, FarmReport};
+use keel_workloads::farm::{count_primes, Material, MdPairs, Primes};
+use serde::Serialize;
+
+use crate::cli::BenchFarmArgs;
+use crate::error::CliError;
+use crate::report;
+
+/// The experiments, in order.
+pub const EXPERIMENTS: [&str; 6] = ["a", "b", "c", "d", "e", "overhead"];
+
+/// Runs per point unless `--runs` says otherwise (the paper's minimum).
+pub const DEFAULT_RUNS: usize = 10;
+
+/// One policy at one size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Tasks (or pool size for (e)).
+    pub size: usize,
+    /// The policy spec.
+    pub policy: String,
+    /// Mean wall time, seconds.
+    pub mean_s: f64,
+    /// Standard error of that mean.
+    pub se_s: f64,
+    /// S = ⟨t_RR⟩ / ⟨t_X⟩.
+    pub speedup: f64,
+    /// Standard error of S.
+    pub speedup_se: f64,
+    /// Eq. 2's S, where the experiment has a model.
+    pub model: Option<f64>,
+    /// Items each worker ran in the last run.
+    pub per_worker: Vec<u64>,
+}
+
+/// One experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    /// `a`..`e`.
+    pub id: String,
+    /// What it is.
+    pub title: String,
+    /// Workers of the farm.
+    pub workers: usize,
+    /// The workload spec.
+    pub workload: String,
+    /// Notes (measured constants, placement).
+    pub notes: Vec<String>,
+    /// One row per size and policy.
+    pub rows: Vec<Row>,
+}
+
+/// Per-item cost with empty tasks.
+#[derive(Clone, Debug, Serialize)]
+pub struct Overhead {
+    /// The policy.
+    pub policy: String,
+    /// Workers.
+    pub workers: usize,
+    /// Items per run.
+    pub items: usize,
+    /// Median nanoseconds per item.
+    pub ns_per_item: f64,
+    /// Fastest and slowest run, ns per item.
+    pub range: (f64, f64),
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct FarmBenchReport {
+    /// Quick mode.
+    pub quick: bool,
+    /// Runs per point.
+    pub runs: usize,
+    /// Cores the OS reports.
+    pub cores: usize,
+    /// The experiments run.
+    pub experiments: Vec<Experiment>,
+    /// The per-item cost rows.
+    pub overhead: Vec<Overhead>,
+}
+
+struct Plan {
+    quick: bool,
+    runs: usize,
+}
+
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+fn build(policy: &str, workers: usize, pin: Option<Vec<usize>>) -> Result<Farm, CliError> {
+    let mut b = Farm::builder().workers(workers).policy(policy);
+    if let Some(cores) = pin {
+        b = b.pin(cores);
+    }
+    b.build()
+        .map_err(|e| CliError::Usage(format!("farm `{policy}`: {e}")))
+}
+
+/// Times `policies` on one task set, interleaved run by run; the first
+/// policy is the reference (`rr`).
+fn compare(
+    plan: &Plan,
+    size: usize,
+    policies: &[&str],
+    workers: usize,
+    pin: Option<Vec<usize>>,
+    model: Option<f64>,
+    mut run: impl FnMut(&mut Farm) -> Result<FarmReport, CliError>,
+) -> Result<Vec<Row>, CliError> {
+    let mut farms: Vec<Farm> = policies
+        .iter()
+        .map(|p| build(p, workers, pin.clone()))
+        .collect::<Result<_, _>>()?;
+    let mut times = vec![Vec::with_capacity(plan.runs); policies.len()];
+    let mut last = vec![Vec::new(); policies.len()];
+    for _ in 0..plan.runs {
+        for (i, farm) in farms.iter_mut().enumerate() {
+            let start = Instant::now();
+            let report = run(farm)?;
+            times[i].push(start.elapsed().as_secs_f64());
+            last[i] = report.per_worker;
+        }
+    }
+    let (rr_mean, rr_se) = mean_se(&times[0]);
+    Ok(policies
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (mean, se) = mean_se(&times[i]);
+            let s = rr_mean / mean;
+            let rel = ((rr_se / rr_mean).powi(2) + (se / mean).powi(2)).sqrt();
+            Row {
+                size,
+                policy: p.to_string(),
+                mean_s: mean,
+                se_s: se,
+                speedup: s,
+                speedup_se: if i == 0 { 0.0 } else { s * rel },
+                model,
+                per_worker: std::mem::take(&mut last[i]),
+            }
+        })
+        .collect())
+}
+
+fn farm_error(e: keel::farm::FarmError) -> CliError {
+    CliError::Usage(format!("farm: {e}"))
+}
+
+fn primes_run(w: Primes) -> impl FnMut(&mut Farm) -> Result<FarmReport, CliError> {
+    move |farm| {
+        farm.run(0..w.tasks, |me, _| {
+            black_box(w.run(me.index));
+        })
+        .map_err(farm_error)
+    }
+}
+
+fn sizes(plan: &Plan, quick: &[usize], full: &[usize]) -> Vec<usize> {
+    if plan.quick { quick } else { full }.to_vec()
+}
+
+/// (a) uniform tasks.
+fn experiment_a(plan: &Plan) -> Result<Experiment, CliError> {
+    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
+    let mut rows = Vec::new();
+    for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
+        let w = Primes::parse(&format!("primes:tasks={n}"))?;
+        rows.extend(compare(plan, n, &policies, 2, None, None, primes_run(w))?);
+    }
+    Ok(Experiment {
+        id: "a".into(),
+        title: "uniform tasks (primes up to 7,500), 2 workers: ARRS should cost nothing (Fig. 6)"
+            .into(),
+        workers: 2,
+        workload: Primes::default().spec(),
+        notes: vec![],
+        rows,
+    })
+}
+
+/// The fast worker's speed relative to a slow one, measured now.
+fn fast_speed(w: &Primes) -> f64 {
+    let time = |limit: u32, reps: usize| {
+        let mut v: Vec<f64> = (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..20 {
+                    black_box(count_primes(black_box(limit)));
+                }
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    time(w.limit, 9) / time(w.fast_limit, 9)
+}
+
+/// (b) one fast worker, against Eq. 2.
+fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
+    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
+    let base = Primes::parse("primes:fast-workers=1")?;
+    let s = fast_speed(&base);
+    let model = base.model_speedup(2, s);
+    let mut rows = Vec::new();
+    for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
+        let w = Primes { tasks: n, ..base };
+        rows.extend(compare(
+            plan,
+            n,
+            &policies,
+            2,
+            None,
+            Some(model),
+            primes_run(w),
+        )?);
+    }
+    Ok(Experiment {
+        id: "b".into(),
+        title: "two workers, worker 0 counts primes only to 2,000: S against the model Σsᵢ/(p·s₁) (Figs. 7–8)".into(),
+        workers: 2,
+        workload: base.spec(),
+        notes: vec![format!(
+            "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + 1)/2 = {model:.3}"
+        )],
+        rows,
+    })
+}
+
+/// (c) three workers, two sharing core 0.
+fn experiment_c(plan: &Plan) -> Result<Experiment, CliError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = (cores >= 2).then(|| vec![0, 0, 1]);
+    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
+    let mut rows = Vec::new();
+    for n in sizes(plan, &[1500, 6000], &[1500, 3000, 6000, 12000]) {
+        let w = Primes::parse(&format!("primes:tasks={n}"))?;
+        rows.extend(compare(
+            plan,
+            n,
+            &policies,
+            3,
+            pin.clone(),
+            None,
+            primes_run(w),
+        )?);
+    }
+    let note = if pin.is_some() {
+        "workers 0 and 1 pinned to core 0, worker 2 to core 1; the emitter is not pinned"
+    } else {
+        "fewer than 2 cores visible: workers not pinned"
+    };
+    Ok(Experiment {
+        id: "c".into(),
+        title: "three workers, two pinned to one core, uniform tasks (Fig. 10)".into(),
+        workers: 3,
+        workload: Primes::default().spec(),
+        notes: vec![note.into()],
+        rows,
+    })
+}
+
+/// (d) very short uniform tasks.
+fn experiment_d(plan: &Plan) -> Result<Experiment, CliError> {
+    let policies = ["rr", "arrs", "arrs-adaptive"];
+    let mut rows = Vec::new();
+    for n in sizes(plan, &[68_000], &[68_000, 136_000, 272_000]) {
+        let md = MdPairs::new(n, 4096, 16.0, 2015);
+        let run = |farm: &mut Farm| {
+            let mut sum = 0.0;
+            let report = farm
+                .run_collect(0..md.pairs, |_, i| md.run(i), |f| sum += f)
+                .map_err(farm_error);
+            black_box(sum);
+            report
+        };
+        rows.extend(compare(plan, n, &policies, 2, None, None, run)?);
+    }
+    Ok(Experiment {
+        id: "d".into(),
+        title:
+            "very short uniform tasks: MD-like pair forces, 2 workers, with a collector (Fig. 11)"
+                .into(),
+        workers: 2,
+        workload: MdPairs::default().spec(),
+        notes: vec![],
+        rows,
+    })
+}
+
+/// (e) the feedback farm.
+fn experiment_e(plan: &Plan) -> Result<Experiment, CliError> {
+    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
+    let tasks = if plan.quick { 300 } else { 1000 };
+    let mut rows = Vec::new();
+    for pool in sizes(plan, &[8, 32], &[4, 8, 16, 32, 64]) {
+        let spec = keel_policy::Spec::parse(&format!("material:pool={pool},tasks={tasks}"))
+            .map_err(keel_workloads::WorkloadError::from)?;
+        let m = Material::from_spec(&spec)?;
+        let run = |farm: &mut Farm| {
+            let mut search = m.search();
+            let report = farm
+                .run_feedback(
+                    m.initial(),
+                    |me, s| m.improve(me.index, s),
+                    |s, fb| {
+                        if let Some(next) = search.collect(s) {
+                            fb.send(next);
+                        }
+                    },
+                )
+                .map_err(farm_error);
+            black_box(search.best);
+            report
+        };
+        rows.extend(compare(plan, pool, &policies, 2, None, None, run)?);
+    }
+    Ok(Experiment {
+        id: "e".into(),
+        title: format!("material optimisation with feedback, {tasks} tasks, 2 workers of strategy cost 1 and 4; size = pool (Fig. 13)"),
+        workers: 2,
+        workload: Material::default().spec(),
+        notes: vec![],
+        rows,
+    })
+}
+
+/// Per-item cost with empty tasks.
+fn overhead(plan: &Plan) -> Result<Vec<Overhead>, CliError> {
+    let items = if plan.quick { 300_000 } else { 2_000_000 };
+    let reps = plan.runs.max(3);
+    let mut out = Vec::new();
+    for workers in [1, 2] {
+        for policy in ["rr", "arrs"] {
+            let mut farm = build(policy, workers, None)?;
+            let mut ns: Vec<f64> = (0..reps)
+                .map(|_| {
+                    let t = Instant::now();
+                    farm.run(0..items, |_, i| {
+                        black_box(i);
+                    })
+                    .map_err(farm_error)?;
+                    Ok(t.elapsed().as_secs_f64() * 1e9 / items as f64)
+                })
+                .collect::<Result<_, CliError>>()?;
+            ns.sort_by(f64::total_cmp);
+            out.push(Overhead {
+                policy: policy.into(),
+                workers,
+                items,
+                ns_per_item: ns[ns.len() / 2],
+                range: (ns[0], ns[ns.len() - 1]),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `keel bench farm`.
+pub fn run_farm(args: &BenchFarmArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let runs = args.runs.unwrap_or(DEFAULT_RUNS);
+    if runs == 0 {
+        return Err(CliError::Usage("--runs must be at least 1".into()));
+    }
+    for e in &args.experiments {
+        if !EXPERIMENTS.contains(&e.as_str()) {
+            return Err(CliError::Usage(format!(
+                "unknown farm experiment `{e}`; valid: {}",
+                EXPERIMENTS.join(", ")
+            )));
+        }
+    }
+    let chosen = |id: &str| args.experiments.is_empty() || args.experiments.iter().any(|e| e == id);
+    let plan = Plan {
+        quick: args.quick,
+        runs,
+    };
+    let mut report = FarmBenchReport {
+        quick: args.quick,
+        runs,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        experiments: Vec::new(),
+        overhead: Vec::new(),
+    };
+    type Run = fn(&Plan) -> Result<Experiment, CliError>;
+    let all: [(&str, Run); 5] = [
+        ("a", experiment_a),
+        ("b", experiment_b),
+        ("c", experiment_c),
+        ("d", experiment_d),
+        ("e", experiment_e),
+    ];
+    if !args.json {
+        writeln!(
+            out,
+            "keel bench farm{}: {} runs per point, policies interleaved; {} cores; S = ⟨t_rr⟩/⟨t_X⟩ ± standard error",
+            if args.quick { " --quick" } else { "" },
+            runs,
+            report.cores
+        )?;
+    }
+    for (id, run) in all {
+        if chosen(id) {
+            let e = run(&plan)?;
+            if !args.json {
+                writeln!(out)?;
+                write_experiment(out, &e)?;
+                out.flush()?;
+            }
+            report.experiments.push(e);
+        }
+    }
+    if chosen("overhead") {
+        report.overhead = overhead(&plan)?;
+        if !args.json {
+            writeln!(out)?;
+            write_overhead(out, &report.overhead)?;
+        }
+    }
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// One experiment's header and table.
+pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliError> {
+    writeln!(out, "({}) {}", e.id, e.title)?;
+    writeln!(out, "  workload {}", e.workload)?;
+    for note in &e.notes {
+        writeln!(out, "  {note}")?;
+    }
+    let has_model = e.rows.iter().any(|r| r.model.is_some());
+    let size = if e.id == "e" { "pool" } else { "tasks" };
+    let mut rows = vec![[
+        size.to_string(),
+        "policy".into(),
+        "⟨t⟩".into(),
+        "± se".into(),
+        "S".into(),
+        "± se".into(),
+        if has_model {
+            "% of model".into()
+        } else {
+            String::new()
+        },
+        "items per worker".into(),
+    ]];
+    for r in &e.rows {
+        let items: Vec<String> = r.per_worker.iter().map(u64::to_string).collect();
+        rows.push([
+            r.size.to_string(),
+            r.policy.clone(),
+            report::duration(r.mean_s),
+            report::duration(r.se_s),
+            format!("{:.3}", r.speedup),
+            format!("{:.3}", r.speedup_se),
+            r.model
+                .map_or(String::new(), |m| format!("{:.1}", 100.0 * r.speedup / m)),
+            items.join("/"),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "(overhead) per-item cost with empty tasks, no collector (median; goal rr ≤ 50 ns, arrs ≤ 1.2 × rr)"
+    )?;
+    let mut table = vec![[
+        "policy".to_string(),
+        "workers".into(),
+        "items".into(),
+        "ns/item".into(),
+        "range".into(),
+    ]];
+    for r in rows {
+        table.push([
+            r.policy.clone(),
+            r.workers.to_string(),
+            r.items.to_string(),
+            format!("{:.1}", r.ns_per_item),
+            format!("{:.1}–{:.1}", r.range.0, r.range.1),
+        ]);
+    }
+    for line in report::align(&table) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The demo's farm section: (b) in miniature, one run per policy.
+pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
+    let w = Primes::parse("primes:tasks=400,fast-workers=1")?;
+    let model = w.model_speedup(2, fast_speed(&w));
+    let mut rows = vec![[
+        "policy".to_string(),
+        "time".into(),
+        "S vs rr".into(),
+        "% of model".into(),
+        "items per worker".into(),
+    ]];
+    let mut t_rr = None;
+    for policy in ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"] {
+        let mut farm = build(policy, 2, None)?;
+        let start = Instant::now();
+        let report = primes_run(w)(&mut farm)?;
+        let t = start.elapsed().as_secs_f64();
+        let rr = *t_rr.get_or_insert(t);
+        let items: Vec<String> = report.per_worker.iter().map(u64::to_string).collect();
+        rows.push([
+            policy.into(),
+            report::duration(t),
+            format!("{:.2}", rr / t),
+            format!("{:.0}", 100.0 * rr / t / model),
+            items.join("/"),
+        ]);
+    }
+    writeln!(
+        out,
+        "{} tasks on 2 workers, worker 0's tasks {:.1}× cheaper; model S = {model:.2}; one run each (keel bench farm repeats)",
+        w.tasks,
+        2.0 * model - 1.0
+    )?;
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! `keel bench farm` and the demo's farm section, end to end. Timings are
+//! printed, never asserted; the structure is.
+
+use assert_cmd::Command;
+
+fn keel() -> Command {
+    Command::cargo_bin("keel").unwrap()
+}
+
+#[test]
+fn bench_farm_json_has_every_policy_row_and_the_overhead() {
+    let output = keel()
+        .args([
+            "bench", "farm", "--quick", "--runs", "1", "-e", "b", "-e", "overhead", "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let experiments = json["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1);
+    let b = &experiments[0];
+    assert_eq!(b["id"], "b");
+    let policies: Vec<&str> = b["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    for p in ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"] {
+        assert!(policies.contains(&p), "{p} missing: {policies:?}");
+    }
+    for r in b["rows"].as_array().unwrap() {
+        assert!(r["mean_s"].as_f64().unwrap() > 0.0);
+        assert!(r["model"].as_f64().unwrap() > 1.0);
+        let items: u64 = r["per_worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(items, r["size"].as_u64().unwrap());
+    }
+    let overhead = json["overhead"].as_array().unwrap();
+    assert_eq!(overhead.len(), 4);
+    assert!(overhead
+        .iter()
+        .all(|o| o["ns_per_item"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn bench_farm_rejects_bad_arguments() {
+    keel()
+        .args(["bench", "farm", "-e", "z"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("valid: a, b, c, d, e, overhead"));
+    keel()
+        .args(["bench", "farm", "--runs", "0"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--runs"));
+}
+
+#[test]
+fn the_demo_has_a_farm_section() {
+    let output = keel().args(["demo", "farm"]).output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    for p in ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(p)),
+            "{p}: {text}"
+        );
+    }
+}
