@@ -19,7 +19,8 @@ use std::time::Instant;
 
 use keel::loops::{record, LoopId, LoopRecord};
 use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::policy::select::{self, Run};
+use keel::policy::select::oracle::LoopTimes;
+use keel::policy::select::{self, degradation_percent, Run};
 use keel_workloads::steps::{stepped_workload, SteppedWorkload};
 use serde::Serialize;
 
@@ -179,18 +180,6 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// Per-instance medians over repeats.
-fn instance_medians(runs: &[ProgramRun]) -> Vec<f64> {
-    let n = runs[0].times.len();
-    (0..n)
-        .map(|i| median(&mut runs.iter().map(|r| r.times[i]).collect::<Vec<_>>()))
-        .collect()
-}
-
-fn degradation(total: f64, oracle: f64) -> f64 {
-    (total - oracle) / oracle * 100.0
-}
-
 /// Runs the whole evaluation of one workload.
 pub fn bench_workload(
     w: &dyn SteppedWorkload,
@@ -230,10 +219,46 @@ pub fn bench_workload(
             fixed_runs[k].push(run_program(w, schedule, *chunk, &tag, threads)?);
         }
     }
-    let medians: Vec<Vec<f64>> = fixed_runs.iter().map(|r| instance_medians(r)).collect();
-    let oracle_per_instance: Vec<f64> = (0..names.len())
-        .map(|i| medians.iter().map(|m| m[i]).fold(f64::INFINITY, f64::min))
+    // Per loop: its instances' times `[repeat][configuration][instance]`,
+    // reduced to medians by `select::oracle::LoopTimes` — once over every
+    // configuration (Oracle), once over the default chunks (ManualBest).
+    let mut loop_names: Vec<&'static str> = names.clone();
+    loop_names.sort_unstable();
+    loop_names.dedup();
+    let defaults: Vec<usize> = (0..configs.len())
+        .filter(|&k| configs[k].2 == ChunkMode::Default)
         .collect();
+    // Per-instance medians of every configuration, in program order.
+    let mut medians = vec![vec![0.0; names.len()]; configs.len()];
+    let mut oracle_per_instance = vec![0.0; names.len()];
+    let mut manual_total = 0.0;
+    let mut manual_best_schedules = Vec::new();
+    for name in &loop_names {
+        let at: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
+        let repeats = |ks: &[usize]| -> Vec<Vec<Vec<f64>>> {
+            (0..reps)
+                .map(|rep| {
+                    ks.iter()
+                        .map(|&k| at.iter().map(|&i| fixed_runs[k][rep].times[i]).collect())
+                        .collect()
+                })
+                .collect()
+        };
+        let every: Vec<usize> = (0..configs.len()).collect();
+        let all = LoopTimes::from_repeats(&repeats(&every))?;
+        let default_only = LoopTimes::from_repeats(&repeats(&defaults))?;
+        for (k, row) in medians.iter_mut().enumerate() {
+            for (j, &i) in at.iter().enumerate() {
+                row[i] = all.time(k, j);
+            }
+        }
+        for (j, (&i, &best)) in at.iter().zip(&all.oracle_choices()).enumerate() {
+            oracle_per_instance[i] = all.time(best, j);
+        }
+        let (best, time) = default_only.manual_best();
+        manual_total += time;
+        manual_best_schedules.push((name.to_string(), configs[defaults[best]].0.clone()));
+    }
     let oracle: f64 = oracle_per_instance.iter().sum();
     let fixed: Vec<ConfigResult> = configs
         .iter()
@@ -243,41 +268,11 @@ pub fn bench_workload(
             ConfigResult {
                 config: label.clone(),
                 total,
-                degradation_percent: degradation(total, oracle),
+                degradation_percent: degradation_percent(total, oracle),
             }
         })
         .collect();
-
-    // ManualBest: per loop name, the default-chunk schedule with the least
-    // total over that loop's instances.
-    let mut loop_names: Vec<&'static str> = names.clone();
-    loop_names.sort_unstable();
-    loop_names.dedup();
-    let mut manual_total = 0.0;
-    let mut manual_best_schedules = Vec::new();
-    for name in &loop_names {
-        let (best, time) = configs
-            .iter()
-            .zip(&medians)
-            .filter(|((_, _, chunk), _)| *chunk == ChunkMode::Default)
-            .map(|((label, _, _), m)| {
-                let t: f64 = (0..names.len())
-                    .filter(|&i| names[i] == *name)
-                    .map(|i| m[i])
-                    .sum();
-                (label.clone(), t)
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("the portfolio is not empty");
-        manual_total += time;
-        manual_best_schedules.push((name.to_string(), best));
-    }
-    let default_totals: Vec<f64> = fixed
-        .iter()
-        .zip(&configs)
-        .filter(|(_, (_, _, chunk))| *chunk == ChunkMode::Default)
-        .map(|(r, _)| r.total)
-        .collect();
+    let default_totals: Vec<f64> = defaults.iter().map(|&k| fixed[k].total).collect();
     let best = default_totals.iter().copied().fold(f64::INFINITY, f64::min);
     let worst = default_totals.iter().copied().fold(0.0, f64::max);
 
@@ -344,7 +339,7 @@ pub fn bench_workload(
             result: ConfigResult {
                 config: method.to_string(),
                 total,
-                degradation_percent: degradation(total, oracle),
+                degradation_percent: degradation_percent(total, oracle),
             },
             exploration_cost,
             exploration_instances,
@@ -359,7 +354,7 @@ pub fn bench_workload(
         manual_best: ConfigResult {
             config: "ManualBest".into(),
             total: manual_total,
-            degradation_percent: degradation(manual_total, oracle),
+            degradation_percent: degradation_percent(manual_total, oracle),
         },
         manual_best_schedules,
         fixed,

@@ -90,6 +90,30 @@ pub enum BenchCommand {
     /// chunk), Oracle, ManualBest and the four selection methods on the
     /// time-stepping workloads, as % degradation relative to Oracle.
     Auto(BenchAutoArgs),
+    /// The Charm++ + OpenMP paper's tables on over-decomposed objects:
+    /// Lassen-like under No LB, Greedy, stealing and both; Greedy's period;
+    /// a balanced stencil; lb_test under every mapping policy.
+    Objects(BenchObjectsArgs),
+}
+
+/// `keel bench objects`.
+#[derive(Debug, Args)]
+pub struct BenchObjectsArgs {
+    /// Worker threads, one PU each (default 2).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Runs per configuration (default 3, 1 with --quick).
+    #[arg(long, value_name = "N")]
+    pub reps: Option<usize>,
+
+    /// Scaled-down work (seconds in all).
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `keel bench auto`.

@@ -9,6 +9,7 @@
 mod bench;
 mod bench_auto;
 mod bench_farm;
+mod bench_objects;
 mod cli;
 mod demo;
 mod error;
@@ -63,6 +64,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
             BenchCommand::Loops(args) => bench::run_loops(&args, out),
             BenchCommand::Farm(args) => bench_farm::run_farm(&args, out),
             BenchCommand::Auto(args) => bench_auto::run_auto(&args, out),
+            BenchCommand::Objects(args) => bench_objects::run_objects(&args, out),
         },
     }
 }

@@ -51,13 +51,14 @@ fn demo_prints_every_section_and_policy() {
         "loops",
         "auto",
         "farm",
+        "objects",
     ] {
         assert!(
             out.contains(&format!("== {section}: ")),
             "{section} missing:\n{out}"
         );
     }
-    assert_eq!(out.matches("Look for: ").count(), 7);
+    assert_eq!(out.matches("Look for: ").count(), 8);
     for method in [
         "auto,keel",
         "auto,expert",

@@ -21,6 +21,7 @@ pub mod concept;
 pub mod context;
 pub mod dls;
 pub mod error;
+pub mod expose;
 pub mod farm;
 pub mod mapping;
 pub mod metrics;

@@ -29,6 +29,29 @@ pub fn lib_percent(loads: &[f64]) -> f64 {
     }
 }
 
+/// λ of a run of steps separated by barriers: `Σ_t max_p L_pt / Σ_t mean_p L_pt − 1`.
+///
+/// Each step lasts as long as its most loaded PU, so this is the imbalance
+/// the run paid for (the step-load-weighted λ); λ of the summed loads would
+/// hide a hot spot that visits every PU in turn. Steps are rows of PU loads
+/// (available PUs only); 0 for no load.
+pub fn stepped_lambda<R: AsRef<[f64]>>(steps: &[R]) -> f64 {
+    let (mut max_sum, mut mean_sum) = (0.0, 0.0);
+    for row in steps {
+        let (max, mean) = max_mean(row.as_ref());
+        if row.as_ref().is_empty() {
+            continue;
+        }
+        max_sum += max;
+        mean_sum += mean;
+    }
+    if mean_sum > 0.0 {
+        max_sum / mean_sum - 1.0
+    } else {
+        0.0
+    }
+}
+
 fn max_mean(loads: &[f64]) -> (f64, f64) {
     if loads.is_empty() {
         return (0.0, 0.0);
@@ -159,5 +182,17 @@ mod tests {
         assert_eq!(m.lower_bound, 2.0);
         assert_eq!(m.migrations, Some(0));
         assert_eq!(m.percent_of_bound(), 200.0);
+    }
+
+    #[test]
+    fn stepped_lambda_weights_each_step_by_its_load() {
+        // A hot spot that visits each PU in turn: summed loads are balanced,
+        // but every step ran at twice the mean.
+        let steps = [[2.0, 0.0], [0.0, 2.0]];
+        assert_eq!(lambda(&[2.0, 2.0]), 0.0);
+        assert_eq!(stepped_lambda(&steps), 1.0);
+        assert_eq!(stepped_lambda(&[[1.0, 1.0], [3.0, 1.0]]), 4.0 / 3.0 - 1.0);
+        assert_eq!(stepped_lambda::<[f64; 0]>(&[]), 0.0);
+        assert_eq!(stepped_lambda(&[[0.0, 0.0]]), 0.0);
     }
 }

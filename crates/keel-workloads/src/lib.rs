@@ -12,8 +12,9 @@
 //!   deterministic from their seed ([`generate()`], [`generators`]);
 //! - **traces**: the user's own loads as JSON or CSV ([`read_trace`]).
 //!
-//! Loop workloads ([`loops`]) and farm workloads ([`farm`]) also carry a
-//! body that performs the work they describe.
+//! Loop workloads ([`loops`]), farm workloads ([`farm`]) and object
+//! workloads ([`objects`]) also carry a body that performs the work they
+//! describe.
 //!
 //! ```
 //! use keel_workloads::generate;
@@ -28,6 +29,7 @@ mod error;
 pub mod farm;
 pub mod generate;
 pub mod loops;
+pub mod objects;
 mod params;
 mod problem;
 pub mod steps;

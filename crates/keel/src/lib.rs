@@ -8,12 +8,17 @@
 //!   dispatch policies of `keel-policy::farm`, ARRS included.
 //! - [`enact`]: run every task on the PU a mapping gives it, timing each.
 //!
-//! The objects context arrives with its issue (see `docs/architecture.md`).
+//! - [`objects`]: over-decomposed objects on PUs, measured, remapped every
+//!   `period` steps by a registry mapping policy (Charm++'s model).
+//! - [`tasks`]: potential tasks inside an object's step, on per-worker
+//!   work-stealing deques (Charm++ + OpenMP).
 
 mod enact;
 pub mod farm;
 pub mod loops;
+pub mod objects;
 pub mod pool;
+pub mod tasks;
 mod trace;
 
 pub use enact::{enact, measured_context, EnactError, Measured};

@@ -2,19 +2,13 @@
 //! every iteration once, keeps its state per loop however loops interleave,
 //! records its choice at every instance, and rejects unknown methods.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 
 use keel::loops::{record, LoopError, LoopId};
 use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::{ThreadPool, WaitPolicy};
 
-fn pool(threads: usize) -> ThreadPool {
-    ThreadPool::builder()
-        .threads(threads)
-        .wait_policy(WaitPolicy::Spins(1000))
-        .build()
-        .unwrap()
-}
+mod common;
+use common::{counters, not_once, pool};
 
 const METHODS: [&str; 5] = [
     "auto",
@@ -31,7 +25,7 @@ fn every_method_runs_every_iteration_once_at_every_instance() {
         let id: &'static str = Box::leak(format!("once-{method}").into_boxed_str());
         for instance in 0..30u64 {
             let n = 500 + instance * 37;
-            let hits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+            let hits = counters(n);
             pool.parallel(0..n)
                 .schedule(method)
                 .id(id)
@@ -39,10 +33,8 @@ fn every_method_runs_every_iteration_once_at_every_instance() {
                     hits[i as usize].fetch_add(1, Ordering::Relaxed);
                 })
                 .unwrap();
-            assert!(
-                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                "{method}, instance {instance}"
-            );
+            let bad = not_once(&hits);
+            assert!(bad.is_empty(), "{method}, instance {instance}: {bad:?}");
         }
         let rec = record(LoopId::Named(id)).unwrap();
         let timeline = rec.selection.expect("auto records its choices");

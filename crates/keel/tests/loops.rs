@@ -3,12 +3,15 @@
 //! the caller, nesting and oversubscription neither deadlock nor lose work.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use keel::loops::{record, LoopError, LoopId};
-use keel::{ThreadPool, WaitPolicy};
+use keel::ThreadPool;
 use proptest::prelude::*;
+
+mod common;
+use common::{counters, not_once, pool};
 
 /// Every schedule name of DESIGN.md's list that needs no user input.
 const SCHEDULES: &[&str] = &[
@@ -39,16 +42,8 @@ const SCHEDULES: &[&str] = &[
     "auto",
 ];
 
-fn pool(threads: usize) -> ThreadPool {
-    ThreadPool::builder()
-        .threads(threads)
-        .wait_policy(WaitPolicy::Spins(1000))
-        .build()
-        .unwrap()
-}
-
 fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u64>) {
-    let hits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    let hits = counters(n);
     let mut lp = pool
         .parallel(0..n)
         .schedule(schedule.to_string())
@@ -61,14 +56,11 @@ fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u
             hits[i as usize].fetch_add(1, Ordering::Relaxed);
         })
         .unwrap_or_else(|e| panic!("{schedule}: {e}"));
-    let bad: Vec<u64> = (0..n)
-        .filter(|&i| hits[i as usize].load(Ordering::Relaxed) != 1)
-        .collect();
+    let bad = not_once(&hits);
     assert!(
         bad.is_empty(),
-        "{schedule} N={n} k={chunk:?} P={}: {:?}",
-        pool.threads(),
-        &bad[..bad.len().min(10)]
+        "{schedule} N={n} k={chunk:?} P={}: {bad:?}",
+        pool.threads()
     );
     assert_eq!(summary.iterations, n);
 }

@@ -42,5 +42,26 @@ fn every_chunk_becomes_one_trace_event() {
         }
     }
     assert!(covered.iter().all(|&c| c == 1));
+
+    // Under `auto`, each instance's events name the method, its choice and
+    // why: ExhaustiveSel's first two trials are static and ss.
+    for _ in 0..2 {
+        pool.parallel(0..100u32)
+            .schedule("auto,exhaustive")
+            .id("traced-auto")
+            .for_each(|i| {
+                std::hint::black_box(i);
+            })
+            .unwrap();
+    }
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push(']');
+    let events: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let names: std::collections::BTreeSet<String> = events
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains("exhaustive → static (explore)"), "{names:?}");
+    assert!(names.contains("exhaustive → ss (explore)"), "{names:?}");
     let _ = std::fs::remove_file(&path);
 }

@@ -2,23 +2,18 @@
 //! loop schedules from the user's per-iteration hints, their assignment
 //! computed once and reused until the hints change (multiloop support).
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use keel::loops::{record, LoopError, LoopId};
-use keel::{ThreadPool, WaitPolicy};
+use keel::ThreadPool;
 use proptest::prelude::*;
 
-fn pool(threads: usize) -> ThreadPool {
-    ThreadPool::builder()
-        .threads(threads)
-        .wait_policy(WaitPolicy::Spins(1000))
-        .build()
-        .unwrap()
-}
+mod common;
+use common::{counters, not_once, pool};
 
 fn hits_once(pool: &ThreadPool, schedule: &str, hints: &[f64], chunk: Option<u64>) {
     let n = hints.len() as u64;
-    let hits: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    let hits = counters(n);
     let mut lp = pool
         .parallel(0..n)
         .schedule(schedule.to_string())
@@ -31,14 +26,12 @@ fn hits_once(pool: &ThreadPool, schedule: &str, hints: &[f64], chunk: Option<u64
         hits[i as usize].fetch_add(1, Ordering::Relaxed);
     })
     .unwrap_or_else(|e| panic!("{schedule}: {e}"));
-    for (i, h) in hits.iter().enumerate() {
-        assert_eq!(
-            h.load(Ordering::Relaxed),
-            1,
-            "{schedule} N={n} k={chunk:?} P={}: iteration {i}",
-            pool.threads()
-        );
-    }
+    let bad = not_once(&hits);
+    assert!(
+        bad.is_empty(),
+        "{schedule} N={n} k={chunk:?} P={}: {bad:?}",
+        pool.threads()
+    );
 }
 
 const WORKLOAD_SCHEDULES: [&str; 4] = ["binlpt", "binlpt:chunks=7", "greedy", "binlpt,3"];

@@ -8,6 +8,7 @@ mod auto;
 mod farm;
 mod loops;
 mod mapping;
+mod objects;
 
 use std::io::Write;
 use std::time::Instant;
@@ -33,6 +34,7 @@ pub fn sections() -> Vec<Section> {
     all.extend(loops::sections());
     all.extend(auto::sections());
     all.extend(farm::sections());
+    all.extend(objects::sections());
     all
 }
 

@@ -1,0 +1,15 @@
+//! The objects section: the Charm++ + OpenMP paper's Table 1 in miniature
+//! (a Lassen-like front on 2 PUs), run now on Keel's objects context.
+
+use super::Section;
+use crate::bench_objects;
+
+/// The objects sections, in demo order.
+pub fn sections() -> Vec<Section> {
+    vec![Section {
+        name: "objects",
+        title: "over-decomposed objects with a moving hot spot: periodic Greedy, stealing of potential tasks, both (Charm++ + OpenMP paper, Table 1)",
+        look_for: "No LB has the largest λ; Greedy lags the moving front between remaps; stealing spreads each step's excess to the idle PU, so Greedy + stealing has the lowest λ and time ÷ ideal nearest 1.",
+        body: bench_objects::demo,
+    }]
+}

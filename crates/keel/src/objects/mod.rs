@@ -1,0 +1,599 @@
+//! Over-decomposed objects (`papers/charm-openmp-integrated-load-balancing.txt`
+//! §2–3, §5; Charm++'s measurement-based balancing, `research/global.md` §3).
+//!
+//! The user creates many objects — far more than PUs — each owning its
+//! state and a [`Object::step`]. Keel maps them to PUs (the pool's
+//! participants, one thread each) with a registry mapping policy, runs each
+//! PU's objects in id order every step with a barrier between steps, and
+//! keeps the *load database*: each object's measured time and each PU's
+//! background time since the last remap. Every `period` steps, or when
+//! asked, it remaps through a [`ContextHandler`](keel_policy::ContextHandler)
+//! that offers only those measurements (plus migratability, availability
+//! and the current mapping), moves the objects — their state moves with
+//! them — and clears the database, as Charm++ does.
+//!
+//! Inside a step an object may run a parallel loop over its own work with
+//! [`StepContext::for_each`]: a *potential task* on the PU's work-stealing
+//! deque ([`crate::tasks`]). A PU that finished its objects steals chunks
+//! until every PU is done.
+//!
+//! The mapping policy comes from code ([`ObjectsBuilder::policy`]), else
+//! from `KEEL_LB`, else `greedy`; without a period, remaps happen only on
+//! request ([`Objects::rebalance`], [`Objects::request_rebalance`]).
+//!
+//! ```
+//! use keel::objects::{Object, Objects, StepContext};
+//! struct Counter { hits: u64 }
+//! impl Object for Counter {
+//!     fn step(&mut self, ctx: &StepContext<'_>) {
+//!         let extra = std::sync::atomic::AtomicU64::new(0);
+//!         ctx.for_each(0..10, |_| { extra.fetch_add(1, std::sync::atomic::Ordering::Relaxed); });
+//!         self.hits += extra.into_inner();
+//!     }
+//! }
+//! let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
+//! let objects: Vec<Counter> = (0..16).map(|_| Counter { hits: 0 }).collect();
+//! let mut run = Objects::builder().policy("greedy").period(5).build(&pool, objects).unwrap();
+//! let report = run.run(10).unwrap();
+//! assert_eq!(report.rebalances.len(), 1); // after step 5; none after the last
+//! assert!(run.into_objects().iter().all(|c| c.hits == 100));
+//! ```
+
+mod error;
+mod remap;
+mod report;
+
+use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use keel_policy::mapping::{self, MappingPolicy};
+use keel_policy::{metrics, Concept, ContextHandler, Model, Origin, Subject};
+
+pub use error::ObjectsError;
+pub use report::{Rebalance, RunReport, StepReport};
+
+use crate::pool::ThreadPool;
+use crate::tasks::{TaskSummary, TaskWorker, Tasks, WorkerStats};
+
+/// The environment variable naming the mapping policy for objects
+/// (DESIGN.md, Conventions), read when the code names none.
+pub const ENV_LB: &str = "KEEL_LB";
+
+/// The mapping policy when neither code nor `KEEL_LB` names one.
+pub const DEFAULT_POLICY: &str = "greedy";
+
+/// The initial mapping unless the builder says otherwise.
+pub const DEFAULT_INITIAL: &str = "block";
+
+/// The exposure policy for potential tasks unless the builder says otherwise.
+pub const DEFAULT_STEALING: &str = "history-idle";
+
+/// A user object: its own state and a step.
+pub trait Object: Send {
+    /// One time step. `ctx` says which step, object and PU, and runs
+    /// potential tasks.
+    fn step(&mut self, ctx: &StepContext<'_>);
+}
+
+/// What a step sees of the runtime.
+pub struct StepContext<'a> {
+    step: usize,
+    object: usize,
+    pu: usize,
+    worker: &'a (dyn Potential + 'a),
+}
+
+/// The potential-task half of a [`TaskWorker`], object-safe so that a
+/// step's context need not name the worker's own lifetime.
+trait Potential {
+    fn run(
+        &self,
+        range: Range<usize>,
+        chunks: Option<usize>,
+        body: &(dyn Fn(usize) + Sync),
+    ) -> TaskSummary;
+}
+
+impl Potential for TaskWorker<'_> {
+    fn run(
+        &self,
+        range: Range<usize>,
+        chunks: Option<usize>,
+        body: &(dyn Fn(usize) + Sync),
+    ) -> TaskSummary {
+        match chunks {
+            Some(chunks) => self.for_each_chunked(range, chunks, body),
+            None => self.for_each(range, body),
+        }
+    }
+}
+
+impl std::fmt::Debug for StepContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepContext")
+            .field("step", &self.step)
+            .field("object", &self.object)
+            .field("pu", &self.pu)
+            .finish()
+    }
+}
+
+impl StepContext<'_> {
+    /// The step's index, from 0.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The object's id (its index in the vector given to the builder).
+    pub fn object(&self) -> usize {
+        self.object
+    }
+
+    /// The PU running the object now.
+    pub fn pu(&self) -> usize {
+        self.pu
+    }
+
+    /// A potential task: `body(i)` for every `i` in `range` exactly once,
+    /// cut into chunks of which the exposure policy lets idle PUs steal
+    /// some (see [`crate::tasks`]). A panic in any chunk is resumed here.
+    pub fn for_each(&self, range: Range<usize>, body: impl Fn(usize) + Sync) -> TaskSummary {
+        self.worker.run(range, None, &body)
+    }
+
+    /// As [`StepContext::for_each`], cut into `chunks` chunks.
+    pub fn for_each_chunked(
+        &self,
+        range: Range<usize>,
+        chunks: usize,
+        body: impl Fn(usize) + Sync,
+    ) -> TaskSummary {
+        self.worker.run(range, Some(chunks), &body)
+    }
+}
+
+/// An object where it lives, with its share of the load database.
+struct Entry<T> {
+    id: usize,
+    object: T,
+    /// Measured seconds in `step` since the last remap.
+    load: f64,
+}
+
+/// One PU's objects and what its participant measured in the last step.
+struct PuState<T> {
+    entries: Vec<Entry<T>>,
+    objects_s: f64,
+    finish_s: f64,
+}
+
+/// Builds [`Objects`], naming every choice.
+#[derive(Clone, Debug, Default)]
+pub struct ObjectsBuilder {
+    policy: Option<String>,
+    initial: Option<String>,
+    period: Option<usize>,
+    stealing: Option<String>,
+    migratable: Option<Vec<bool>>,
+    available: Option<Vec<bool>>,
+}
+
+impl ObjectsBuilder {
+    /// The mapping policy spec for remaps (wins over `KEEL_LB`).
+    pub fn policy(mut self, spec: impl Into<String>) -> Self {
+        self.policy = Some(spec.into());
+        self
+    }
+
+    /// The mapping policy spec for the first placement (default `block`;
+    /// it sees zero loads).
+    pub fn initial(mut self, spec: impl Into<String>) -> Self {
+        self.initial = Some(spec.into());
+        self
+    }
+
+    /// Remap after every `steps` steps (≥ 1). Unset: only on request.
+    pub fn period(mut self, steps: usize) -> Self {
+        self.period = Some(steps);
+        self
+    }
+
+    /// The exposure policy of potential tasks (`none` turns stealing off;
+    /// default `history-idle`).
+    pub fn stealing(mut self, spec: impl Into<String>) -> Self {
+        self.stealing = Some(spec.into());
+        self
+    }
+
+    /// Which objects may move (one flag per object; default all).
+    pub fn migratable(mut self, flags: Vec<bool>) -> Self {
+        self.migratable = Some(flags);
+        self
+    }
+
+    /// Which PUs may run objects (one flag per PU; default all).
+    pub fn available(mut self, flags: Vec<bool>) -> Self {
+        self.available = Some(flags);
+        self
+    }
+
+    /// Places `objects` on the PUs of `pool` (one PU per participant).
+    pub fn build<T: Object>(
+        self,
+        pool: &ThreadPool,
+        objects: Vec<T>,
+    ) -> Result<Objects<'_, T>, ObjectsError> {
+        let pus = pool.threads();
+        let n = objects.len();
+        if self.period == Some(0) {
+            return Err(ObjectsError::ZeroPeriod);
+        }
+        let check = |what, v: &Option<Vec<bool>>, expected, unit| match v {
+            Some(v) if v.len() != expected => Err(ObjectsError::LengthMismatch {
+                what,
+                expected,
+                found: v.len(),
+                unit,
+            }),
+            _ => Ok(()),
+        };
+        check("migratable", &self.migratable, n, "object")?;
+        check("available", &self.available, pus, "PU")?;
+        let migratable = self.migratable.unwrap_or_else(|| vec![true; n]);
+        let available = self.available.unwrap_or_else(|| vec![true; pus]);
+        if !available.iter().any(|&a| a) {
+            return Err(ObjectsError::NoAvailablePu { pus });
+        }
+        let registry = mapping::registry();
+        let (origin, spec) = match self.policy {
+            Some(spec) => ("code", spec),
+            None => match std::env::var(ENV_LB) {
+                Ok(spec) if !spec.trim().is_empty() => (ENV_LB, spec),
+                _ => ("default", DEFAULT_POLICY.to_string()),
+            },
+        };
+        let policy = registry
+            .build(spec.trim())
+            .map_err(|source| ObjectsError::Policy { origin, source })?;
+        let initial_spec = self.initial.as_deref().unwrap_or(DEFAULT_INITIAL);
+        let initial = registry
+            .build(initial_spec)
+            .map_err(|source| ObjectsError::Policy {
+                origin: "initial",
+                source,
+            })?;
+        let tasks = Tasks::new(pus, self.stealing.as_deref().unwrap_or(DEFAULT_STEALING))?;
+
+        // The first placement: zero loads, availability, no migration yet.
+        let zeros_t = vec![0.0; n];
+        let zeros_p = vec![0.0; pus];
+        let mut ctx = ContextHandler::new();
+        let dynamic = |subject| Concept::Workload {
+            subject,
+            model: Model::Dynamic,
+        };
+        ctx.provide_values(dynamic(Subject::Tasks), Origin::Runtime, &zeros_t[..])
+            .provide_values(dynamic(Subject::Pus), Origin::Runtime, &zeros_p[..])
+            .provide_flags(Concept::PuAvailability, Origin::Runtime, &available[..]);
+        let first = initial.map(&ctx).map_err(|source| ObjectsError::Decision {
+            spec: initial.spec().to_string(),
+            source,
+        })?;
+        drop(ctx);
+        remap::check_shape(&initial.spec().to_string(), &first, n, pus)?;
+        for (object, &pu) in first.as_slice().iter().enumerate() {
+            if !available[pu] {
+                return Err(ObjectsError::UsedUnavailablePu {
+                    spec: initial.spec().to_string(),
+                    object,
+                    pu,
+                });
+            }
+        }
+        let placement = first.into_vec();
+        let mut states: Vec<PuState<T>> = (0..pus)
+            .map(|_| PuState {
+                entries: Vec::new(),
+                objects_s: 0.0,
+                finish_s: 0.0,
+            })
+            .collect();
+        for (id, object) in objects.into_iter().enumerate() {
+            states[placement[id]].entries.push(Entry {
+                id,
+                object,
+                load: 0.0,
+            });
+        }
+        Ok(Objects {
+            pool,
+            pus: states
+                .into_iter()
+                .map(|s| CachePadded::new(Mutex::new(s)))
+                .collect(),
+            placement,
+            migratable,
+            available,
+            policy_spec: policy.spec().to_string(),
+            policy,
+            period: self.period,
+            tasks,
+            step: 0,
+            pu_background: vec![0.0; pus],
+            requested: false,
+        })
+    }
+}
+
+/// Objects placed on the PUs of a pool, stepped and remapped.
+pub struct Objects<'p, T> {
+    pool: &'p ThreadPool,
+    pus: Vec<CachePadded<Mutex<PuState<T>>>>,
+    placement: Vec<usize>,
+    migratable: Vec<bool>,
+    available: Vec<bool>,
+    policy: Box<dyn MappingPolicy>,
+    policy_spec: String,
+    period: Option<usize>,
+    tasks: Tasks,
+    step: usize,
+    /// Each PU's background seconds since the last remap.
+    pu_background: Vec<f64>,
+    requested: bool,
+}
+
+impl<T> std::fmt::Debug for Objects<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Objects")
+            .field("objects", &self.placement.len())
+            .field("pus", &self.pus.len())
+            .field("policy", &self.policy_spec)
+            .field("period", &self.period)
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+impl Objects<'_, ()> {
+    /// A builder with every default.
+    pub fn builder() -> ObjectsBuilder {
+        ObjectsBuilder::default()
+    }
+}
+
+impl<'p, T: Object> Objects<'p, T> {
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.placement.len()
+    }
+
+    /// Whether there are no objects.
+    pub fn is_empty(&self) -> bool {
+        self.placement.is_empty()
+    }
+
+    /// Number of PUs.
+    pub fn pus(&self) -> usize {
+        self.pus.len()
+    }
+
+    /// Steps completed.
+    pub fn steps_done(&self) -> usize {
+        self.step
+    }
+
+    /// The PU of every object.
+    pub fn placement(&self) -> &[usize] {
+        &self.placement
+    }
+
+    /// The remap policy's canonical spec.
+    pub fn policy(&self) -> &str {
+        &self.policy_spec
+    }
+
+    /// The exposure policy's spec.
+    pub fn stealing(&self) -> String {
+        self.tasks.expose().spec()
+    }
+
+    /// Which PUs may run objects.
+    pub fn available(&self) -> &[bool] {
+        &self.available
+    }
+
+    /// Marks `pu` available or not; takes effect at the next remap (objects
+    /// already there keep running there until then).
+    pub fn set_available(&mut self, pu: usize, available: bool) -> Result<(), ObjectsError> {
+        let pus = self.pus();
+        let slot = self
+            .available
+            .get_mut(pu)
+            .ok_or(ObjectsError::PuOutOfRange { pu, pus })?;
+        let was = std::mem::replace(slot, available);
+        if !self.available.iter().any(|&a| a) {
+            self.available[pu] = was;
+            return Err(ObjectsError::NoAvailablePu { pus });
+        }
+        Ok(())
+    }
+
+    /// The load database: each object's measured seconds since the last remap.
+    pub fn object_loads(&mut self) -> Vec<f64> {
+        let mut loads = vec![0.0; self.len()];
+        for pu in &mut self.pus {
+            for e in &pu.get_mut().unwrap_or_else(|e| e.into_inner()).entries {
+                loads[e.id] = e.load;
+            }
+        }
+        loads
+    }
+
+    /// Each PU's background seconds since the last remap (its step time
+    /// outside its objects' steps).
+    pub fn pu_background(&self) -> &[f64] {
+        &self.pu_background
+    }
+
+    /// Calls `f(id, pu, object)` for every object, in id order per PU.
+    pub fn visit(&mut self, mut f: impl FnMut(usize, usize, &T)) {
+        for (pu, state) in self.pus.iter_mut().enumerate() {
+            for e in &state.get_mut().unwrap_or_else(|e| e.into_inner()).entries {
+                f(e.id, pu, &e.object);
+            }
+        }
+    }
+
+    /// The objects, by id.
+    pub fn into_objects(self) -> Vec<T> {
+        let mut all: Vec<Entry<T>> = self
+            .pus
+            .into_iter()
+            .flat_map(|s| {
+                CachePadded::into_inner(s)
+                    .into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entries
+            })
+            .collect();
+        all.sort_by_key(|e| e.id);
+        all.into_iter().map(|e| e.object).collect()
+    }
+
+    /// Asks for a remap after the next step, whatever the period.
+    pub fn request_rebalance(&mut self) {
+        self.requested = true;
+    }
+
+    /// Runs `steps` steps, remapping every `period` steps (not after the
+    /// last) and when requested.
+    pub fn run(&mut self, steps: usize) -> Result<RunReport, ObjectsError> {
+        let began = Instant::now();
+        let mut rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
+        let mut pu_busy = vec![0.0; self.pus()];
+        let mut rebalances = Vec::new();
+        let (mut steps_s, mut balance_s) = (0.0, 0.0);
+        let start_stats = self.tasks.totals();
+        for k in 0..steps {
+            let report = self.step_inner(k + 1 < steps)?;
+            steps_s += report.wall_s;
+            for (total, b) in pu_busy.iter_mut().zip(&report.pu_busy_s) {
+                *total += b;
+            }
+            rows.push(
+                report
+                    .pu_busy_s
+                    .iter()
+                    .zip(&self.available)
+                    .filter(|(_, &a)| a)
+                    .map(|(&b, _)| b)
+                    .collect(),
+            );
+            if let Some(r) = report.rebalance {
+                balance_s += r.total_s;
+                rebalances.push(r);
+            }
+        }
+        let tasks = self.tasks.totals().since(&start_stats);
+        Ok(RunReport {
+            steps,
+            wall_s: began.elapsed().as_secs_f64(),
+            steps_s,
+            balance_s,
+            lambda: metrics::stepped_lambda(&rows),
+            busy_s: pu_busy.iter().sum(),
+            pu_busy_s: pu_busy,
+            rebalances,
+            tasks,
+        })
+    }
+
+    /// Runs one step, then remaps if the period or a request says so.
+    pub fn step(&mut self) -> Result<StepReport, ObjectsError> {
+        self.step_inner(true)
+    }
+
+    fn step_inner(&mut self, may_remap: bool) -> Result<StepReport, ObjectsError> {
+        let pus = self.pus();
+        if self.pool.team_size_here() != pus {
+            return Err(ObjectsError::NestedRegion { pus });
+        }
+        // Workers' counters before this step, to attribute helping and
+        // waiting to it.
+        let before: Vec<WorkerStats> = self.tasks.stats();
+        let step = self.step;
+        let running = AtomicUsize::new(pus);
+        let states = &self.pus;
+        let available = &self.available;
+        let tasks = &self.tasks;
+        let steals = tasks.expose().steals();
+        let began = Instant::now();
+        self.pool.region(|team| {
+            let pu = team.index;
+            let worker = tasks.worker(pu);
+            let started = Instant::now();
+            let mut state = states[pu].lock().unwrap_or_else(|e| e.into_inner());
+            let mut objects_s = 0.0;
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+                for e in state.entries.iter_mut() {
+                    let ctx = StepContext {
+                        step,
+                        object: e.id,
+                        pu,
+                        worker: &worker,
+                    };
+                    let t0 = Instant::now();
+                    e.object.step(&ctx);
+                    let dt = t0.elapsed().as_secs_f64();
+                    e.load += dt;
+                    objects_s += dt;
+                }
+            }));
+            state.objects_s = objects_s;
+            state.finish_s = started.elapsed().as_secs_f64();
+            drop(state);
+            // Release: orders this PU's writes before the thieves' and the
+            // caller's view of "every PU done"; even a panicking PU counts
+            // down, so nobody steals forever.
+            running.fetch_sub(1, Ordering::AcqRel);
+            if let Err(payload) = outcome {
+                panic::resume_unwind(payload);
+            }
+            if steals && available[pu] {
+                worker.steal_until(|| running.load(Ordering::Acquire) == 0);
+            }
+        });
+        let wall_s = began.elapsed().as_secs_f64();
+        let after = self.tasks.stats();
+        let mut pu_objects_s = vec![0.0; pus];
+        let mut pu_busy_s = vec![0.0; pus];
+        for (pu, state) in self.pus.iter_mut().enumerate() {
+            let s = state.get_mut().unwrap_or_else(|e| e.into_inner());
+            pu_objects_s[pu] = s.objects_s;
+            self.pu_background[pu] += (s.finish_s - s.objects_s).max(0.0);
+            let w = after[pu].since(&before[pu]);
+            pu_busy_s[pu] = (s.objects_s - w.waited_s).max(0.0) + w.helped_s;
+        }
+        self.step += 1;
+        let due = self.requested || self.period.is_some_and(|p| self.step.is_multiple_of(p));
+        let rebalance = if may_remap && due {
+            Some(self.rebalance()?)
+        } else {
+            None
+        };
+        Ok(StepReport {
+            step,
+            wall_s,
+            pu_objects_s,
+            pu_busy_s,
+            rebalance,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

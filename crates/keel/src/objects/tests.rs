@@ -1,0 +1,374 @@
+use super::*;
+use std::sync::atomic::AtomicU64;
+
+fn pool(threads: usize) -> ThreadPool {
+    ThreadPool::builder()
+        .threads(threads)
+        .pin(false)
+        .build()
+        .unwrap()
+}
+
+/// An object that checks it is stepped once per step, in order, with its
+/// own state, and does uneven work (some of it as a potential task).
+struct Probe {
+    id: usize,
+    steps: usize,
+    checksum: u64,
+    cells: u64,
+}
+
+impl Probe {
+    fn new(id: usize) -> Self {
+        Probe {
+            id,
+            steps: 0,
+            checksum: 0,
+            cells: 0,
+        }
+    }
+}
+
+fn spin(n: u64) -> u64 {
+    std::hint::black_box((0..n).fold(0u64, |a, b| a.wrapping_add(b * b)))
+}
+
+impl Object for Probe {
+    fn step(&mut self, ctx: &StepContext<'_>) {
+        assert_eq!(ctx.object(), self.id, "state belongs to its object");
+        assert_eq!(
+            self.steps,
+            ctx.step(),
+            "object {} skipped or repeated",
+            self.id
+        );
+        self.steps += 1;
+        self.checksum += (self.id * 1000 + ctx.step()) as u64;
+        // Load changes with time so that remaps move objects.
+        let heavy = (self.id + ctx.step() / 3).is_multiple_of(7);
+        spin(if heavy { 20_000 } else { 500 });
+        let cells = AtomicU64::new(0);
+        ctx.for_each(0..(10 + self.id % 13), |_| {
+            spin(300);
+            cells.fetch_add(1, Ordering::Relaxed);
+        });
+        self.cells += cells.into_inner();
+    }
+}
+
+fn expected(id: usize, steps: usize) -> (u64, u64) {
+    let checksum = (0..steps).map(|s| (id * 1000 + s) as u64).sum();
+    (checksum, (steps * (10 + id % 13)) as u64)
+}
+
+fn policy_specs() -> Vec<String> {
+    mapping::registry()
+        .names()
+        .into_iter()
+        .map(|n| {
+            if n == "hier" {
+                "hier:nodes=1".into()
+            } else {
+                n
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_object_steps_once_per_step_under_every_policy_and_migration() {
+    let pool = pool(3);
+    let steps = 12;
+    for spec in policy_specs() {
+        for stealing in ["none", "all", "history-idle"] {
+            let objects: Vec<Probe> = (0..40).map(Probe::new).collect();
+            let mut run = Objects::builder()
+                .policy(spec.as_str())
+                .period(3)
+                .stealing(stealing)
+                .build(&pool, objects)
+                .unwrap();
+            let report = run.run(steps).unwrap();
+            assert_eq!(report.steps, steps);
+            assert_eq!(report.rebalances.len(), 3, "{spec}: after steps 3, 6, 9");
+            for r in &report.rebalances {
+                assert!(r.lambda_before >= 0.0 && r.lambda_after >= 0.0);
+                assert!(r.decision_s >= 0.0 && r.total_s >= r.decision_s);
+            }
+            if spec == "greedy" {
+                assert!(report.migrations() > 0, "greedy moves objects");
+            }
+            if stealing == "none" {
+                assert_eq!(report.tasks.exposed, 0);
+            }
+            assert!(report.lambda >= 0.0 && report.busy_s > 0.0);
+            let placement = run.placement().to_vec();
+            let mut seen = 0;
+            run.visit(|id, pu, _| {
+                assert_eq!(placement[id], pu);
+                seen += 1;
+            });
+            assert_eq!(seen, 40);
+            for (id, p) in run.into_objects().into_iter().enumerate() {
+                assert_eq!(p.id, id);
+                assert_eq!(p.steps, steps, "{spec}/{stealing}: object {id}");
+                assert_eq!((p.checksum, p.cells), expected(id, steps), "{spec}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_measured_remap_moves_load_off_the_hot_pu() {
+    struct Fixed(u64);
+    impl Object for Fixed {
+        fn step(&mut self, _: &StepContext<'_>) {
+            spin(self.0);
+        }
+    }
+    let pool = pool(2);
+    // Block puts the four heavy objects on PU 0.
+    let objects: Vec<Fixed> = (0..8)
+        .map(|i| Fixed(if i < 4 { 200_000 } else { 1_000 }))
+        .collect();
+    let mut run = Objects::builder()
+        .policy("greedy")
+        .stealing("none")
+        .build(&pool, objects)
+        .unwrap();
+    assert_eq!(run.placement(), &[0, 0, 0, 0, 1, 1, 1, 1]);
+    run.step().unwrap();
+    run.step().unwrap();
+    let loads = run.object_loads();
+    assert!(loads.iter().all(|&l| l > 0.0));
+    let r = run.rebalance().unwrap();
+    assert!(r.migrations >= 2, "{r:?}");
+    assert!(r.lambda_after < r.lambda_before, "{r:?}");
+    let heavy_on_0 = run.placement()[..4].iter().filter(|&&p| p == 0).count();
+    assert_eq!(heavy_on_0, 2, "{:?}", run.placement());
+    assert!(
+        run.object_loads().iter().all(|&l| l == 0.0),
+        "database cleared"
+    );
+    assert!(run.pu_background().iter().all(|&b| b == 0.0));
+}
+
+#[test]
+fn remaps_respect_unmigratable_objects_and_unavailable_pus() {
+    let pool = pool(3);
+    for spec in policy_specs() {
+        let n = 30;
+        // Objects 0..5 start on PU 0 (block) and may not move.
+        let migratable: Vec<bool> = (0..n).map(|i| i >= 5).collect();
+        let mut run = Objects::builder()
+            .policy(spec.as_str())
+            .period(2)
+            .available(vec![true, true, false])
+            .migratable(migratable.clone())
+            .build(&pool, (0..n).map(Probe::new).collect())
+            .unwrap();
+        let start = run.placement().to_vec();
+        assert!(start.iter().all(|&p| p != 2), "{spec}: {start:?}");
+        for _ in 0..6 {
+            run.step().unwrap();
+            assert!(run.placement().iter().all(|&p| p != 2), "{spec}");
+            assert_eq!(
+                &run.placement()[..5],
+                &start[..5],
+                "{spec}: unmigratable moved"
+            );
+        }
+        // PU 1 goes away: everything migratable on it must leave.
+        run.set_available(1, false).unwrap();
+        run.rebalance().unwrap();
+        assert!(
+            run.placement().iter().all(|&p| p == 0),
+            "{spec}: {:?}",
+            run.placement()
+        );
+        run.set_available(2, true).unwrap();
+        run.step().unwrap();
+        for p in run.into_objects() {
+            assert_eq!(p.steps, 7);
+        }
+    }
+}
+
+#[test]
+fn an_unmigratable_object_on_an_unavailable_pu_is_a_typed_error() {
+    let pool = pool(2);
+    let mut run = Objects::builder()
+        .policy("greedy")
+        .migratable(vec![false, true, true, false])
+        .build(&pool, (0..4).map(Probe::new).collect())
+        .unwrap();
+    run.step().unwrap();
+    run.set_available(1, false).unwrap();
+    let e = run.rebalance().unwrap_err();
+    assert!(matches!(e, ObjectsError::Decision { .. }), "{e}");
+    assert_eq!(run.placement(), &[0, 0, 1, 1], "nothing moved");
+    assert!(matches!(
+        run.set_available(0, false),
+        Err(ObjectsError::NoAvailablePu { pus: 2 })
+    ));
+    assert!(matches!(
+        run.set_available(5, true),
+        Err(ObjectsError::PuOutOfRange { pu: 5, pus: 2 })
+    ));
+}
+
+#[test]
+fn panics_in_a_step_or_a_potential_task_reach_the_caller() {
+    struct Bomb {
+        id: usize,
+        in_task: bool,
+        armed: bool,
+        steps: usize,
+    }
+    impl Object for Bomb {
+        fn step(&mut self, ctx: &StepContext<'_>) {
+            self.steps += 1;
+            let fire = self.armed && self.id == 5;
+            if fire && !self.in_task {
+                panic!("step failed");
+            }
+            ctx.for_each_chunked(0..64, 16, |i| {
+                spin(2_000);
+                if fire && i == 50 {
+                    panic!("task failed");
+                }
+            });
+        }
+    }
+    let pool = pool(3);
+    for (in_task, message) in [(false, "step failed"), (true, "task failed")] {
+        let objects: Vec<Bomb> = (0..12)
+            .map(|id| Bomb {
+                id,
+                in_task,
+                armed: true,
+                steps: 0,
+            })
+            .collect();
+        let mut run = Objects::builder()
+            .policy("greedy")
+            .stealing("all")
+            .build(&pool, objects)
+            .unwrap();
+        for _ in 0..3 {
+            let err = panic::catch_unwind(AssertUnwindSafe(|| run.step())).unwrap_err();
+            assert_eq!(err.downcast_ref::<&str>(), Some(&message));
+        }
+        // Disarm and go on: the pool and the objects still work.
+        let mut objects = run.into_objects();
+        for o in &mut objects {
+            o.armed = false;
+        }
+        let mut run = Objects::builder()
+            .policy("greedy")
+            .period(1)
+            .build(&pool, objects)
+            .unwrap();
+        run.run(2).unwrap();
+        for o in run.into_objects() {
+            assert!(o.steps >= 2);
+        }
+    }
+    // The pool itself is fine.
+    let count = AtomicUsize::new(0);
+    pool.region(|_| {
+        count.fetch_add(1, Ordering::Relaxed);
+    });
+    assert_eq!(count.into_inner(), 3);
+}
+
+#[test]
+fn bad_input_is_typed() {
+    let pool = pool(2);
+    let build = |b: ObjectsBuilder| b.build(&pool, (0..4).map(Probe::new).collect());
+    assert_eq!(
+        build(Objects::builder().period(0)).unwrap_err(),
+        ObjectsError::ZeroPeriod
+    );
+    assert!(matches!(
+        build(Objects::builder().migratable(vec![true])).unwrap_err(),
+        ObjectsError::LengthMismatch {
+            what: "migratable",
+            expected: 4,
+            found: 1,
+            ..
+        }
+    ));
+    assert!(matches!(
+        build(Objects::builder().available(vec![true; 3])).unwrap_err(),
+        ObjectsError::LengthMismatch {
+            what: "available",
+            ..
+        }
+    ));
+    assert_eq!(
+        build(Objects::builder().available(vec![false, false])).unwrap_err(),
+        ObjectsError::NoAvailablePu { pus: 2 }
+    );
+    let e = build(Objects::builder().policy("greedier")).unwrap_err();
+    assert!(
+        matches!(e, ObjectsError::Policy { origin: "code", .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("greedy"), "lists valid names: {e}");
+    assert!(matches!(
+        build(Objects::builder().policy("greedy").stealing("sometimes")).unwrap_err(),
+        ObjectsError::Tasks(_)
+    ));
+    assert!(matches!(
+        build(Objects::builder().policy("greedy").initial("nope")).unwrap_err(),
+        ObjectsError::Policy {
+            origin: "initial",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn stepping_inside_a_region_of_the_same_pool_is_refused() {
+    let pool = pool(2);
+    let run = Mutex::new(
+        Objects::builder()
+            .policy("block")
+            .build(&pool, (0..4).map(Probe::new).collect())
+            .unwrap(),
+    );
+    let refused = AtomicUsize::new(0);
+    pool.region(|_| {
+        if let Err(ObjectsError::NestedRegion { pus: 2 }) = run.lock().unwrap().step() {
+            refused.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    assert_eq!(refused.into_inner(), 2);
+}
+
+#[test]
+fn keel_lb_names_the_policy_when_code_does_not() {
+    // The only test in this binary that builds without `.policy(..)`.
+    std::env::set_var(ENV_LB, "round-robin");
+    let pool = pool(2);
+    let run = Objects::builder()
+        .build(&pool, (0..4).map(Probe::new).collect())
+        .unwrap();
+    assert_eq!(run.policy(), "round-robin");
+    std::env::set_var(ENV_LB, "no-such-policy");
+    let e = Objects::builder()
+        .build(&pool, (0..4).map(Probe::new).collect())
+        .unwrap_err();
+    std::env::remove_var(ENV_LB);
+    assert!(
+        matches!(
+            e,
+            ObjectsError::Policy {
+                origin: "KEEL_LB",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

@@ -1,0 +1,29 @@
+//! Helpers shared by the loop tests.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use keel::{ThreadPool, WaitPolicy};
+
+/// A pool of `threads` that spins briefly (tests start many small loops).
+pub fn pool(threads: usize) -> ThreadPool {
+    ThreadPool::builder()
+        .threads(threads)
+        .wait_policy(WaitPolicy::Spins(1000))
+        .build()
+        .unwrap()
+}
+
+/// One counter per iteration, for exactly-once checks.
+pub fn counters(n: u64) -> Vec<AtomicU8> {
+    (0..n).map(|_| AtomicU8::new(0)).collect()
+}
+
+/// The iterations that did not run exactly once (at most ten shown).
+pub fn not_once(hits: &[AtomicU8]) -> Vec<usize> {
+    hits.iter()
+        .enumerate()
+        .filter(|(_, h)| h.load(Ordering::Relaxed) != 1)
+        .map(|(i, _)| i)
+        .take(10)
+        .collect()
+}
