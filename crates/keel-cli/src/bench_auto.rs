@@ -211,12 +211,20 @@ pub fn bench_workload(
         configs.push((name.to_string(), name, ChunkMode::Default));
         configs.push((format!("{name}+expert"), name, ChunkMode::Expert));
     }
+    // The methods run inside the same repeats, so that a slow phase of the
+    // machine lands on fixed configurations and methods alike.
     let mut fixed_runs: Vec<Vec<ProgramRun>> = configs.iter().map(|_| Vec::new()).collect();
+    let mut method_runs: Vec<Vec<ProgramRun>> = METHODS.iter().map(|_| Vec::new()).collect();
     for rep in 0..reps {
         for (k, (label, schedule, chunk)) in configs.iter().enumerate() {
             progress(&format!("{spec}: {label} (repeat {}/{reps})", rep + 1));
             let tag = format!("bench-auto/{spec}/{label}/{rep}");
             fixed_runs[k].push(run_program(w, schedule, *chunk, &tag, threads)?);
+        }
+        for (k, method) in METHODS.iter().enumerate() {
+            progress(&format!("{spec}: {method} (repeat {}/{reps})", rep + 1));
+            let tag = format!("bench-auto/{spec}/{method}/{rep}");
+            method_runs[k].push(run_program(w, method, ChunkMode::Default, &tag, threads)?);
         }
     }
     // Per loop: its instances' times `[repeat][configuration][instance]`,
@@ -279,13 +287,7 @@ pub fn bench_workload(
     // The methods.
     let mut methods = Vec::new();
     let mut keel_static_ratio = None;
-    for method in METHODS {
-        let mut runs = Vec::new();
-        for rep in 0..reps {
-            progress(&format!("{spec}: {method} (repeat {}/{reps})", rep + 1));
-            let tag = format!("bench-auto/{spec}/{method}/{rep}");
-            runs.push(run_program(w, method, ChunkMode::Default, &tag, threads)?);
-        }
+    for (method, runs) in METHODS.iter().zip(&method_runs) {
         let mut totals: Vec<(f64, usize)> = runs
             .iter()
             .enumerate()
@@ -327,7 +329,7 @@ pub fn bench_workload(
             }
             *k += 1;
         }
-        if method == "auto,keel" && on_static.len() * 2 >= names.len() {
+        if *method == "auto,keel" && on_static.len() * 2 >= names.len() {
             keel_static_ratio = Some(median(&mut on_static) / median(&mut static_reference) - 1.0);
         }
         let timelines = run
