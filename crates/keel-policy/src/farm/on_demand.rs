@@ -6,7 +6,7 @@
 //! has taken its last one. The policy is `rr` plus the capacity it asks the
 //! context for ([`Dispatch::capacity`]).
 
-use super::{next_with_room, positive, Decision, Dispatch, FarmConfig, FarmError, QueueView};
+use super::{positive, Decision, Dispatch, FarmConfig, FarmError, QueueView, RoundRobin};
 use crate::spec::{Spec, SpecValue};
 
 /// FastFlow's default `inbufferentries`.
@@ -16,8 +16,8 @@ pub const DEFAULT_ON_DEMAND_CAPACITY: usize = 1;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OnDemand {
     capacity: usize,
-    workers: usize,
-    last: usize,
+    /// The dispatch itself: the bound, not the order, makes it on-demand.
+    rr: RoundRobin,
 }
 
 impl OnDemand {
@@ -28,8 +28,7 @@ impl OnDemand {
         }
         Ok(OnDemand {
             capacity,
-            workers: 0,
-            last: 0,
+            rr: RoundRobin::new(),
         })
     }
 
@@ -58,20 +57,11 @@ impl Dispatch for OnDemand {
     }
 
     fn start(&mut self, config: &FarmConfig) -> Result<(), FarmError> {
-        let config = FarmConfig::new(config.workers, config.capacity)?;
-        self.workers = config.workers;
-        self.last = config.workers - 1;
-        Ok(())
+        self.rr.start(config)
     }
 
     #[inline]
     fn next(&mut self, view: &dyn QueueView) -> Decision {
-        match next_with_room(view, self.last, self.workers) {
-            Some(w) => {
-                self.last = w;
-                Decision::Send(w)
-            }
-            None => Decision::WaitForRoom,
-        }
+        self.rr.next(view)
     }
 }
