@@ -610,13 +610,15 @@ impl Wild {
                 ));
             }
             5 => {
-                // A component described as `Any` never meets a requirement.
+                // A PU workload described as `Any` meets an `Any` requirement
+                // (ARTful Listing 2), so it is a real input: give it data of
+                // the wrong kind, which must be a typed error.
                 ctx.register(wrong(
                     Concept::Workload {
                         subject: Subject::Pus,
                         model: Model::Any,
                     },
-                    ComponentData::Values(vec![0.0].into()),
+                    ComponentData::Flags(vec![true].into()),
                 ));
             }
             _ => {}
