@@ -1,6 +1,6 @@
-//! Loom models of the farm's queue and signal (`src/farm/README.md`): the
+//! Loom models of the farm's queue and signal (the farm module's `README.md`): the
 //! shipped `keel::farm::spsc` and `keel::farm::Signal`, compiled against
-//! loom's atomics through `src/farm/sync.rs`, with blocks of 2 slots so
+//! loom's atomics through the farm's `sync.rs` facade, with blocks of 2 slots so
 //! that every model crosses block boundaries and recycles a block. Loom
 //! fails a model on a data race over a slot (broken publication), on a
 //! lost wake-up (every thread parked), or on a leaked allocation.

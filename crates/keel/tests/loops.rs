@@ -13,34 +13,24 @@ use proptest::prelude::*;
 mod common;
 use common::{counters, not_once, pool};
 
-/// Every schedule name of DESIGN.md's list that needs no user input.
-const SCHEDULES: &[&str] = &[
-    "static",
-    "ss",
-    "dynamic",
-    "gss",
-    "guided",
-    "gss-llvm",
-    "gac",
-    "tss",
-    "fsc",
-    "fac",
-    "mfac",
-    "fac2",
-    "mfac2",
-    "wf",
-    "tap",
-    "bold",
-    "awf",
-    "awf-b",
-    "awf-c",
-    "awf-d",
-    "awf-e",
-    "af",
-    "maf",
-    "static-steal",
-    "auto",
-];
+/// Every registered schedule that needs no user input (the registry's own
+/// test pins that it holds every name of DESIGN.md's list), and `auto` with
+/// each selection method.
+fn schedules() -> Vec<String> {
+    let mut all = keel::policy::dls::registry().names();
+    all.retain(|n| !keel::policy::dls::WORKLOAD_SCHEDULES.contains(&n.as_str()));
+    all.extend(
+        [
+            "auto",
+            "auto,keel",
+            "auto,expert",
+            "auto,exhaustive",
+            "auto,random",
+        ]
+        .map(String::from),
+    );
+    all
+}
 
 fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u64>) {
     let hits = counters(n);
@@ -69,7 +59,7 @@ fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u
 fn every_schedule_runs_every_iteration_once_on_edge_cases() {
     for threads in [1, 2, 3] {
         let pool = pool(threads);
-        for schedule in SCHEDULES {
+        for schedule in &schedules() {
             for (n, chunk) in [
                 (0, None),
                 (1, None),
@@ -90,13 +80,13 @@ proptest! {
 
     #[test]
     fn random_shapes_run_every_iteration_once(
-        schedule in prop::sample::select(SCHEDULES),
+        schedule in prop::sample::select(schedules()),
         n in 0u64..3000,
         threads in 1usize..6,
         chunk in prop::option::of(1u64..64),
     ) {
         let pool = pool(threads);
-        check_exactly_once(&pool, schedule, n, chunk);
+        check_exactly_once(&pool, &schedule, n, chunk);
     }
 }
 
