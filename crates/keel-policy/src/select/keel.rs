@@ -52,8 +52,22 @@
 //!   instance adds at most a [`CONFIRM_INSTANCES`]-th of the threshold: a
 //!   single outlier (a preempted thread) cannot raise the alarm, a shift
 //!   that lasts does. The first [`WARMUP`] instances of an exploitation
-//!   only learn the level and the noise. An alarm re-opens the search from
-//!   scratch (fresh samples, every schedule eligible again).
+//!   only learn the level and the noise.
+//! - **Re-exploration when imbalance grows.** A loop's time may stay
+//!   level while its imbalance grows (a Mandelbrot zoom moves the heavy
+//!   rows: a cyclic STATIC that was balanced at the start drifts out of
+//!   balance while the total work shrinks). `LIB/100` is the fraction of
+//!   the instance a balanced run would save, so the chosen schedule's
+//!   LIB is watched too: its baseline is the median over the warm-up (the
+//!   imbalance the exploration accepted, so a winner that is imbalanced
+//!   everywhere does not re-trigger), and a one-sided CUSUM with the same
+//!   allowance, threshold and clipping rules raises the alarm when the
+//!   imbalance lastingly exceeds that baseline.
+//! - **The incumbent first.** An alarm re-opens the search with fresh
+//!   samples and every schedule eligible, but the schedule that was
+//!   chosen is measured first: when the loop merely became heavier and
+//!   the incumbent is still balanced, the imbalance bound ends the search
+//!   after that one instance, at no cost.
 //!
 //! Everything lives in fixed arrays: no allocation after construction.
 
@@ -145,6 +159,15 @@ pub struct KeelSel {
     next_slot: usize,
     up: f64,
     down: f64,
+    /// The winner of the last exploration, measured first by the next one.
+    incumbent: Option<usize>,
+    /// Imbalance fractions (`LIB/100`) of the warm-up instances.
+    warmup_imbalance: [f64; WARMUP as usize],
+    imbalance_seen: usize,
+    /// The imbalance the exploration accepted, and its robust noise scale.
+    imbalance_base: f64,
+    imbalance_noise: f64,
+    imbalance_up: f64,
 }
 
 impl Default for KeelSel {
@@ -168,6 +191,12 @@ impl Default for KeelSel {
             next_slot: 0,
             up: 0.0,
             down: 0.0,
+            incumbent: None,
+            warmup_imbalance: [0.0; WARMUP as usize],
+            imbalance_seen: 0,
+            imbalance_base: 0.0,
+            imbalance_noise: NOISE_FLOOR,
+            imbalance_up: 0.0,
         }
     }
 }
@@ -208,8 +237,10 @@ impl KeelSel {
 
     fn start_exploration(&mut self) {
         let explorations = self.explorations + 1;
+        let incumbent = Some(self.winner);
         *self = KeelSel {
             explorations,
+            incumbent,
             ..KeelSel::default()
         };
     }
@@ -239,6 +270,8 @@ impl KeelSel {
         self.next_slot = 0;
         self.up = 0.0;
         self.down = 0.0;
+        self.imbalance_seen = 0;
+        self.imbalance_up = 0.0;
     }
 
     fn observe_exploration(&mut self, x: f64, lib: f64) {
@@ -321,9 +354,41 @@ impl KeelSel {
         }
     }
 
-    fn observe_exploitation(&mut self, x: f64) {
+    /// Watches the chosen schedule's imbalance fraction `g = LIB/100`;
+    /// returns whether it has lastingly risen above the accepted baseline.
+    fn imbalance_alarm(&mut self, g: f64) -> bool {
+        let warmup = WARMUP as usize;
+        if self.imbalance_seen < warmup {
+            self.warmup_imbalance[self.imbalance_seen] = g;
+            self.imbalance_seen += 1;
+            if self.imbalance_seen == warmup {
+                let mut window = self.warmup_imbalance;
+                self.imbalance_base = median_in_place(&mut window);
+                for d in window.iter_mut() {
+                    *d = (*d - self.imbalance_base).abs();
+                }
+                let inflation = 1.0 + MAD_RELATIVE_SD / (warmup as f64).sqrt();
+                self.imbalance_noise =
+                    (MAD_TO_SIGMA * median_in_place(&mut window) * inflation).max(NOISE_FLOOR);
+            }
+            return false;
+        }
+        let sigma = self.imbalance_noise;
+        let allowance = (DRIFT_SIGMAS * sigma).max(MIN_SHIFT / 2.0);
+        let threshold = ALARM_SIGMAS * sigma;
+        let clip = allowance + threshold / CONFIRM_INSTANCES;
+        let excess = (g - self.imbalance_base).min(clip);
+        self.imbalance_up = (self.imbalance_up + excess - allowance).max(0.0);
+        self.imbalance_up > threshold
+    }
+
+    fn observe_exploitation(&mut self, x: f64, lib: f64) {
         if x <= 0.0 {
             // An empty instance says nothing about the schedule's time.
+            return;
+        }
+        if self.imbalance_alarm(lib / 100.0) {
+            self.start_exploration();
             return;
         }
         let y = x.ln();
@@ -370,8 +435,13 @@ impl Select for KeelSel {
             }
             Mode::Explore => {
                 let set = self.remaining;
+                let incumbent_untried = self
+                    .incumbent
+                    .filter(|&i| self.round == 0 && set & (1 << i) != 0);
                 // Even rounds walk the portfolio upwards, odd rounds down.
-                let next = if self.round.is_multiple_of(2) {
+                let next = if let Some(i) = incumbent_untried {
+                    i
+                } else if self.round.is_multiple_of(2) {
                     set.trailing_zeros() as usize
                 } else {
                     15 - set.leading_zeros() as usize
@@ -394,7 +464,7 @@ impl Select for KeelSel {
         };
         match self.mode {
             Mode::Explore => self.observe_exploration(x, measurement.lib),
-            Mode::Exploit => self.observe_exploitation(x),
+            Mode::Exploit => self.observe_exploitation(x, measurement.lib),
         }
     }
 }

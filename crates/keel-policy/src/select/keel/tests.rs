@@ -253,3 +253,84 @@ fn a_single_outlier_never_raises_the_alarm() {
     }
     assert_eq!(sel.explorations(), 2);
 }
+
+#[test]
+fn growing_imbalance_at_a_level_time_re_explores() {
+    // STATIC is balanced and best at first; from instance 100 its
+    // imbalance grows to 15 % while its time stays level (the work moved,
+    // it did not grow), and ss would now be 13 % faster.
+    let first = [
+        1.0, 1.05, 1.06, 1.06, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
+    ];
+    let mut first_libs = [2.0; 12];
+    first_libs[0] = 1.0;
+    let mut later = first;
+    for t in later.iter_mut().skip(1) {
+        *t *= 0.83;
+    }
+    let mut later_libs = first_libs;
+    later_libs[0] = 15.0;
+    for seed in 0..5 {
+        let mut sel = KeelSel::new();
+        let mut fake =
+            FakeLoop::new(first, first_libs, 0.01, 700 + seed).then(100, later, later_libs);
+        let steps = run(&mut sel, &mut fake, 300);
+        assert!(steps[1..100].iter().all(|s| *s == (0, Phase::Exploit)));
+        let reopened = steps
+            .iter()
+            .position(|s| s.1 == Phase::Reexplore)
+            .expect("the imbalance alarm re-opens the search");
+        assert!((101..=110).contains(&reopened), "seed {seed}: {reopened}");
+        assert_eq!(sel.winner(), Some(1), "seed {seed}");
+        assert_eq!(sel.explorations(), 2, "seed {seed}");
+    }
+}
+
+#[test]
+fn an_imbalance_the_exploration_accepted_never_re_triggers() {
+    // Every schedule is 20 % imbalanced (one iteration dominates): the
+    // winner's LIB is its baseline, not an alarm.
+    let mut times = A_TIMES;
+    times[6] = 0.9;
+    let libs = [20.0; 12];
+    for seed in 0..5 {
+        let mut sel = KeelSel::new();
+        let mut fake = FakeLoop::new(times, libs, 0.03, 800 + seed);
+        run(&mut sel, &mut fake, 500);
+        assert_eq!(sel.explorations(), 1, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_re_exploration_measures_the_incumbent_first() {
+    // tss (2) is best and balanced; at instance 150 the loop becomes 50 %
+    // heavier for every schedule alike. The time alarm re-opens the
+    // search, the incumbent is measured first, is still balanced, and the
+    // imbalance bound ends the search after that one instance.
+    let times = [
+        1.3, 1.1, 1.0, 1.08, 1.06, 1.1, 1.12, 1.1, 1.1, 1.1, 1.1, 1.12,
+    ];
+    let mut libs = [5.0; 12];
+    libs[0] = 25.0;
+    libs[2] = 0.5;
+    let heavier = times.map(|t| 1.5 * t);
+    for seed in 0..5 {
+        let mut sel = KeelSel::new();
+        let mut fake = FakeLoop::new(times, libs, 0.01, 900 + seed).then(150, heavier, libs);
+        let steps = run(&mut sel, &mut fake, 300);
+        assert_eq!(sel.winner(), Some(2), "seed {seed}");
+        let reopened = steps
+            .iter()
+            .position(|s| s.1 == Phase::Reexplore)
+            .expect("the time alarm re-opens the search");
+        assert!(reopened > 150, "seed {seed}: {reopened}");
+        assert_eq!(steps[reopened].0, 2, "seed {seed}: incumbent first");
+        assert!(
+            steps[reopened + 1..]
+                .iter()
+                .all(|s| *s == (2, Phase::Exploit)),
+            "seed {seed}: {:?}",
+            &steps[reopened..reopened + 5]
+        );
+    }
+}
