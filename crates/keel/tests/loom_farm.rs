@@ -48,6 +48,48 @@ fn unbounded_items_arrive_in_order_and_close_wakes_the_consumer() {
     });
 }
 
+/// Deferred pushes: the items are published at once, the wake-up comes
+/// with `flush`. The producer then waits for the consumer's receipt before
+/// it closes, so only the flush can wake a consumer parked on the empty
+/// queue: a flush that lost the wake-up deadlocks the model.
+#[test]
+fn deferred_pushes_are_woken_by_one_flush() {
+    loom::model(|| {
+        let consumer_signal = Arc::new(Signal::new());
+        let producer_signal = Arc::new(Signal::new());
+        let (mut tx, mut rx) =
+            channel::<u32>(None, consumer_signal.clone(), producer_signal.clone());
+        let received = Arc::new(AtomicUsize::new(0));
+        let receipt = received.clone();
+        let receipt_signal = producer_signal.clone();
+        let producer = thread::spawn(move || {
+            tx.push_deferred(0).unwrap();
+            tx.push_past_capacity_deferred(1).unwrap();
+            tx.flush();
+            loop {
+                let key = producer_signal.key();
+                if receipt.load(Ordering::Acquire) == 2 {
+                    break;
+                }
+                producer_signal.wait(key, 0);
+            }
+        });
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            let key = consumer_signal.key();
+            match rx.pop() {
+                Pop::Item(v) => got.push(v),
+                Pop::Empty => consumer_signal.wait(key, 0),
+                Pop::Closed => unreachable!("closed before the receipt"),
+            }
+        }
+        assert_eq!(got, [0, 1]);
+        received.store(2, Ordering::Release);
+        receipt_signal.notify();
+        producer.join().unwrap();
+    });
+}
+
 /// Bounded at one slot: the producer waits for room on its own signal, the
 /// consumer's pops wake it.
 #[test]

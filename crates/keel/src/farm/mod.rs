@@ -78,6 +78,11 @@ const DISPATCH_BATCH: usize = 256;
 /// Results the collector takes from one worker before the next.
 const COLLECT_BATCH: usize = 256;
 
+/// Results a busy worker pushes before it notifies the collector; it also
+/// notifies whenever its input runs dry or its output is full, so a result
+/// waits at most this many items, and never while the worker waits.
+const RESULT_NOTIFY_BATCH: u32 = 32;
+
 /// The longest an emitter throttled by ARRS spins for its marker before it
 /// parks: only when recent marker waits were this short (very short tasks,
 /// where a park–unpark round trip would cost more than the block), never
@@ -673,7 +678,8 @@ where
                 if let Some(since) = marker_wait.take() {
                     recent_marker_wait = (recent_marker_wait + since.elapsed()) / 2;
                 }
-                if let Err(err) = e.inputs[worker].push(Msg::Item(item)) {
+                // Deferred: one notify per worker per batch, after the loop.
+                if let Err(err) = e.inputs[worker].push_deferred(Msg::Item(item)) {
                     // Full cannot happen (the policy saw room and only we
                     // push); Disconnected means the worker died: abort is
                     // on its way.
@@ -691,11 +697,14 @@ where
                         // most one marker sits in any queue.
                         let seen = shared.slots[w].marker_seen.load(Ordering::Acquire);
                         if marker_sent[w] == seen {
-                            let _ = input.push_past_capacity(Msg::Marker(block));
+                            let _ = input.push_past_capacity_deferred(Msg::Marker(block));
                             marker_sent[w] = block;
                         }
                     }
                 }
+            }
+            for input in e.inputs.iter_mut() {
+                input.flush();
             }
         }
 
@@ -760,6 +769,7 @@ fn worker_main<T, R, F>(
 {
     let slot = &shared.slots[me.index];
     let mut processed = 0u64;
+    let mut unnotified = 0u32;
     let result = panic::catch_unwind(AssertUnwindSafe(|| loop {
         // The signal is read only when the queue looks empty, so a busy
         // worker touches nothing the emitter writes but the queue itself.
@@ -767,6 +777,10 @@ fn worker_main<T, R, F>(
             Pop::Empty => {
                 if shared.abort.load(Ordering::Acquire) {
                     return;
+                }
+                if let Some(out) = output.as_mut() {
+                    out.flush();
+                    unnotified = 0;
                 }
                 let key = slot.signal.key();
                 match input.pop() {
@@ -790,12 +804,23 @@ fn worker_main<T, R, F>(
                     continue;
                 };
                 loop {
-                    match out.push(result) {
-                        Ok(()) => break,
+                    match out.push_deferred(result) {
+                        Ok(()) => {
+                            unnotified += 1;
+                            if unnotified == RESULT_NOTIFY_BATCH {
+                                out.flush();
+                                unnotified = 0;
+                            }
+                            break;
+                        }
                         Err(PushError::Full(back)) => {
                             if shared.abort.load(Ordering::Acquire) {
                                 return;
                             }
+                            // The collector must hear of what is queued
+                            // before we wait for it to make room.
+                            out.flush();
+                            unnotified = 0;
                             // Key, re-check, wait: a pop after the key
                             // wakes us.
                             let key = slot.signal.key();

@@ -156,6 +156,9 @@ pub struct Producer<T> {
     /// The last `head` we read (never ahead of the real one).
     cached_head: Cell<u64>,
     block: *mut Block<T>,
+    /// Pushes published since the consumer was last notified
+    /// ([`Producer::push_deferred`]).
+    unnotified: bool,
 }
 
 /// The receiving end.
@@ -217,6 +220,7 @@ pub fn channel<T>(
         tail: 0,
         cached_head: Cell::new(0),
         block: first,
+        unnotified: false,
     };
     let consumer = Consumer {
         q,
@@ -276,6 +280,31 @@ impl<T> Producer<T> {
     /// at most one per queue, so memory stays bounded).
     #[inline]
     pub fn push_past_capacity(&mut self, value: T) -> Result<(), PushError<T>> {
+        self.push_past_capacity_deferred(value)?;
+        self.flush();
+        Ok(())
+    }
+
+    /// As [`Producer::push`], but the item is published to the consumer,
+    /// and the consumer notified, only at the next [`Producer::flush`] (or
+    /// [`Producer::close`]). Both are stores to words a caught-up consumer
+    /// reads — `tail` and the signal — so each costs a cache-line transfer
+    /// between cores; a producer that pushes a batch pays for one of each
+    /// instead of one per item, and the consumer takes the batch with one
+    /// load of `tail`. The caller must flush before it waits itself, or the
+    /// consumer may wait on items it cannot see.
+    #[inline]
+    pub fn push_deferred(&mut self, value: T) -> Result<(), PushError<T>> {
+        if !self.has_room() {
+            return Err(PushError::Full(value));
+        }
+        self.push_past_capacity_deferred(value)
+    }
+
+    /// [`Producer::push_past_capacity`] with the notification deferred
+    /// until [`Producer::flush`].
+    #[inline]
+    pub fn push_past_capacity_deferred(&mut self, value: T) -> Result<(), PushError<T>> {
         if self.q.disconnected.load(Ordering::Relaxed) {
             return Err(PushError::Disconnected(value));
         }
@@ -290,11 +319,26 @@ impl<T> Producer<T> {
             (*self.block).slots[slot].with_mut(|s| (*s).write(value));
         }
         self.tail += 1;
-        // Release: publishes the slot (and a new block's link) to the
-        // consumer's Acquire load of `tail`.
-        self.q.tail.store(self.tail, Ordering::Release);
-        self.q.consumer_signal.notify();
+        self.unnotified = true;
         Ok(())
+    }
+
+    /// Publishes the pushes deferred since the last flush and notifies the
+    /// consumer (nothing to do, and no shared write, when there were none).
+    #[inline]
+    pub fn flush(&mut self) {
+        if self.unnotified {
+            self.unnotified = false;
+            self.publish();
+            self.q.consumer_signal.notify();
+        }
+    }
+
+    #[inline]
+    fn publish(&self) {
+        // Release: publishes the slots (and new blocks' links) below `tail`
+        // to the consumer's Acquire load of `tail`.
+        self.q.tail.store(self.tail, Ordering::Release);
     }
 
     /// Links a fresh (or recycled) block after ours and moves to it.
@@ -319,6 +363,8 @@ impl<T> Producer<T> {
 
     /// Ends the stream: the consumer pops what is left, then [`Pop::Closed`].
     pub fn close(&self) {
+        // Deferred pushes are part of the stream: publish them first.
+        self.publish();
         // Release: every push before happens-before the consumer's Acquire
         // load that sees `closed`.
         self.q.closed.store(true, Ordering::Release);
