@@ -24,6 +24,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Benchmarks that run real loops on Keel's thread pool.
     Bench(BenchArgs),
+    /// The discrete-event simulator: calibrate, validate, and run loops,
+    /// farms and objects at scales this machine cannot reach.
+    Sim(crate::sim::SimArgs),
 }
 
 /// `keel map`.

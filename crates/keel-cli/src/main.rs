@@ -16,6 +16,7 @@ mod error;
 mod map;
 mod policies;
 mod report;
+mod sim;
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -66,5 +67,6 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
             BenchCommand::Auto(args) => bench_auto::run_auto(&args, out),
             BenchCommand::Objects(args) => bench_objects::run_objects(&args, out),
         },
+        Command::Sim(args) => sim::run(&args, out),
     }
 }

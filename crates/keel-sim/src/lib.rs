@@ -14,7 +14,18 @@ pub mod error;
 pub mod overhead;
 pub mod worker;
 
+pub mod calibrate;
+pub mod loops;
+pub mod trace;
+
 pub use engine::EventQueue;
 pub use error::SimError;
 pub use overhead::{OverheadModel, SharedCounter};
 pub use worker::{Noise, Perturbation, WorkerModel};
+
+pub use calibrate::Calibration;
+pub use loops::{IterationCosts, Machine, Stepper};
+
+pub mod cluster;
+pub mod farm;
+pub mod objects;

@@ -1,0 +1,388 @@
+//! `keel sim farm`: the FastFlow ARRS paper's heterogeneous experiment
+//! (`papers/fastflow-adaptive-round-robin-farm.txt` §III-C, Figs. 7–8) in
+//! the simulator, at the paper's sizes: 4, 8 and 16 workers of which one is
+//! `s_f` times faster, 1K–16K uniform tasks, every farm policy against the
+//! paper's round-robin scheduler (RRS), and the relative performance
+//! `S = t_rr / t_X` against the model `S = Σsᵢ / (p·s₁)` (Eq. 2).
+//!
+//! The reference `rr` runs on the same queues as the others. With the
+//! default unbounded queues that is the paper's RRS; with `--capacity`, rr
+//! skips full queues and adapts by itself, so S drops towards 1 for every
+//! policy.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use keel_sim::farm::{simulate, uniform_costs, FarmModel, PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
+use keel_sim::{Noise, SimError, WorkerModel};
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::report;
+
+/// The policies compared unless `--policy` says otherwise: the paper's ARRS
+/// at Fig. 7's CHUNK_SIZE (100) and at its default (300), and the rest of
+/// the family.
+pub const DEFAULT_POLICIES: [&str; 6] = [
+    "rr",
+    "arrs:chunk=100",
+    "arrs",
+    "arrs-adaptive",
+    "on-demand",
+    "shortest-queue",
+];
+
+/// Emitter seconds per push unless `--emitter-cost` says otherwise: the
+/// per-item goal of `keel bench farm`'s overhead experiment (rr ≤ 50 ns).
+pub const DEFAULT_EMITTER_COST: f64 = 50e-9;
+
+/// `keel sim farm`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FarmArgs {
+    /// Farm sizes (workers), one of them fast.
+    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 8, 16])]
+    pub workers: Vec<usize>,
+
+    /// Stream lengths (tasks).
+    #[arg(long, value_delimiter = ',', default_values_t = [1000usize, 2000, 4000, 8000, 16000])]
+    pub tasks: Vec<usize>,
+
+    /// Farm policy specs (default: rr, arrs:chunk=100, arrs, arrs-adaptive,
+    /// on-demand, shortest-queue); `rr` is always run as the reference.
+    #[arg(short, long = "policy", value_name = "SPEC")]
+    pub policies: Vec<String>,
+
+    /// How many times faster the fast worker is (the paper's s_f ≈ 5.8).
+    #[arg(long, default_value_t = PAPER_FAST_SPEED)]
+    pub fast_speed: f64,
+
+    /// A task's seconds on a slow worker (the paper's ≈ 0.28 ms).
+    #[arg(long, default_value_t = PAPER_SLOW_TASK_S)]
+    pub task_s: f64,
+
+    /// Emitter seconds per push (item or marker).
+    #[arg(long, default_value_t = DEFAULT_EMITTER_COST)]
+    pub emitter_cost: f64,
+
+    /// Bound every input queue at this many items (default: unbounded, as
+    /// in the paper).
+    #[arg(long)]
+    pub capacity: Option<usize>,
+
+    /// Coefficient of variation of each task's time (normal noise, mean 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub noise_cv: f64,
+
+    /// Seed of the noise.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Write S against tasks, one panel per farm size, to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One policy at one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Workers.
+    pub workers: usize,
+    /// Tasks.
+    pub tasks: usize,
+    /// The policy's canonical spec.
+    pub policy: String,
+    /// Simulated makespan, seconds.
+    pub makespan_s: f64,
+    /// S = t_rr / t_X.
+    pub speedup: f64,
+    /// Eq. 2's S for these workers.
+    pub model: f64,
+    /// Items the fast worker ran.
+    pub fast_items: u64,
+    /// Mean items of a slow worker.
+    pub slow_items: f64,
+    /// Times the policy read a queue level.
+    pub level_reads: u64,
+    /// Marker blocks.
+    pub blocks: u64,
+    /// Times the emitter waited (room or marker).
+    pub emitter_waits: u64,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FarmSimReport {
+    /// The fast worker's speed.
+    pub fast_speed: f64,
+    /// Slow task seconds.
+    pub task_s: f64,
+    /// Emitter seconds per push.
+    pub emitter_cost: f64,
+    /// Queue capacity (`None` = unbounded).
+    pub capacity: Option<usize>,
+    /// Noise coefficient of variation.
+    pub noise_cv: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Every row.
+    pub rows: Vec<Row>,
+}
+
+fn sim_error(e: SimError) -> CliError {
+    CliError::Usage(format!("sim farm: {e}"))
+}
+
+fn farm(args: &FarmArgs, workers: usize) -> Result<FarmModel, CliError> {
+    let noise = if args.noise_cv > 0.0 {
+        Noise::Normal { cv: args.noise_cv }
+    } else {
+        Noise::None
+    };
+    let mut model = FarmModel::heterogeneous(workers, 1, args.fast_speed).map_err(sim_error)?;
+    model.workers = model
+        .workers
+        .iter()
+        .map(|w| WorkerModel::with(w.speed(), noise, &[]))
+        .collect::<Result<_, _>>()
+        .map_err(sim_error)?;
+    model.capacity = args.capacity;
+    model.emitter_cost = args.emitter_cost;
+    model.seed = args.seed;
+    model.validate().map_err(sim_error)?;
+    Ok(model)
+}
+
+/// Runs every point; `tick` after each simulation.
+pub fn rows(args: &FarmArgs, tick: &mut dyn FnMut()) -> Result<Vec<Row>, CliError> {
+    if args.workers.is_empty() || args.workers.contains(&0) {
+        return Err(CliError::Usage(
+            "--workers needs farm sizes of at least 1".into(),
+        ));
+    }
+    let policies = policies(args);
+    let mut out = Vec::new();
+    for &p in &args.workers {
+        let model = farm(args, p)?;
+        for &n in &args.tasks {
+            let costs = uniform_costs(n, args.task_s).map_err(sim_error)?;
+            let reference = simulate(&model, "rr", &costs).map_err(sim_error)?;
+            tick();
+            for spec in &policies {
+                let run = if spec == "rr" {
+                    reference.clone()
+                } else {
+                    let r = simulate(&model, spec, &costs).map_err(sim_error)?;
+                    tick();
+                    r
+                };
+                let slow: u64 = run.per_worker[1..].iter().sum();
+                out.push(Row {
+                    workers: p,
+                    tasks: n,
+                    policy: run.policy.clone(),
+                    makespan_s: run.makespan,
+                    speedup: if run.makespan > 0.0 {
+                        reference.makespan / run.makespan
+                    } else {
+                        1.0
+                    },
+                    model: model.model_speedup(),
+                    fast_items: run.per_worker[0],
+                    slow_items: if p > 1 {
+                        slow as f64 / (p - 1) as f64
+                    } else {
+                        0.0
+                    },
+                    level_reads: run.level_reads,
+                    blocks: run.blocks,
+                    emitter_waits: run.waits_for_room + run.waits_for_marker,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn policies(args: &FarmArgs) -> Vec<String> {
+    let mut p: Vec<String> = if args.policies.is_empty() {
+        DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.policies.iter().map(|s| s.trim().to_string()).collect()
+    };
+    if !p.iter().any(|s| s == "rr") {
+        p.insert(0, "rr".into());
+    }
+    p
+}
+
+/// `keel sim farm`.
+pub fn run(args: &FarmArgs) -> Result<(), CliError> {
+    // Every spec is checked before any simulation runs.
+    for spec in policies(args) {
+        keel_policy::farm::parse(&spec)
+            .map_err(|e| CliError::Usage(format!("farm policy `{spec}`: {e}")))?;
+    }
+    let total = args.workers.len() * args.tasks.len() * policies(args).len();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("sim farm {bar:40} {pos}/{len} simulations")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let rows = rows(args, &mut || bar.inc(1));
+    bar.finish_and_clear();
+    let rows = rows?;
+    if let Some(path) = &args.svg {
+        plot(path, args, &rows)?;
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    let report = FarmSimReport {
+        fast_speed: args.fast_speed,
+        task_s: args.task_s,
+        emitter_cost: args.emitter_cost,
+        capacity: args.capacity,
+        noise_cv: args.noise_cv,
+        seed: args.seed,
+        rows,
+    };
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write_tables(&mut out, &report)?;
+        if let Some(path) = &args.svg {
+            writeln!(out, "plot: {}", path.display())?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn write_tables(out: &mut dyn Write, r: &FarmSimReport) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "keel sim farm: one worker {}× faster, slow task {}, emitter {} ns per push, queues {}, noise cv {}",
+        r.fast_speed,
+        report::duration(r.task_s),
+        r.emitter_cost * 1e9,
+        r.capacity
+            .map_or("unbounded".to_string(), |c| format!("bounded at {c}")),
+        r.noise_cv
+    )?;
+    writeln!(
+        out,
+        "S = t_rr / t_X (simulated makespans); model S = Σsᵢ/(p·s₁) (Eq. 2)"
+    )?;
+    let mut sizes: Vec<usize> = r.rows.iter().map(|x| x.workers).collect();
+    sizes.dedup();
+    for p in sizes {
+        let rows: Vec<&Row> = r.rows.iter().filter(|x| x.workers == p).collect();
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{p} workers (model S = {:.3})",
+            rows.first().map_or(0.0, |x| x.model)
+        )?;
+        let mut table = vec![[
+            "tasks".to_string(),
+            "policy".into(),
+            "makespan".into(),
+            "S".into(),
+            "% of model".into(),
+            "fast / slow items".into(),
+            "level reads".into(),
+            "blocks".into(),
+        ]];
+        for x in rows {
+            table.push([
+                x.tasks.to_string(),
+                x.policy.clone(),
+                report::duration(x.makespan_s),
+                format!("{:.3}", x.speedup),
+                format!("{:.1}", 100.0 * x.speedup / x.model),
+                format!("{} / {:.0}", x.fast_items, x.slow_items),
+                x.level_reads.to_string(),
+                x.blocks.to_string(),
+            ]);
+        }
+        for line in report::align(&table) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+fn plot(path: &std::path::Path, args: &FarmArgs, rows: &[Row]) -> Result<(), CliError> {
+    use plotters::prelude::*;
+    let svg_error =
+        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+    let policies = policies(args);
+    let panels = args.workers.len();
+    let root = SVGBackend::new(path, (900, 320 * panels as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
+    let xmax = args.tasks.iter().copied().max().unwrap_or(1) as f64 / 1000.0 * 1.05;
+    let ymax = rows
+        .iter()
+        .map(|r| r.speedup.max(r.model))
+        .fold(1.0, f64::max)
+        * 1.1;
+    for (area, &p) in root.split_evenly((panels, 1)).iter().zip(&args.workers) {
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{p} workers, one {}x faster", args.fast_speed),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0f64..xmax, 0.8f64..ymax)
+            .map_err(|e| svg_error(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("tasks (K)")
+            .y_desc("S = t_rr / t")
+            .draw()
+            .map_err(|e| svg_error(&e))?;
+        for (i, spec) in policies.iter().enumerate() {
+            let canonical = keel_policy::farm::parse(spec)
+                .map(|d| d.spec().to_string())
+                .unwrap_or_else(|_| spec.clone());
+            let color = Palette99::pick(i).to_rgba();
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.workers == p && r.policy == canonical)
+                .map(|r| (r.tasks as f64 / 1000.0, r.speedup))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(|e| svg_error(&e))?
+                .label(canonical)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        }
+        let model = rows
+            .iter()
+            .find(|r| r.workers == p)
+            .map_or(1.0, |r| r.model);
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, model), (xmax, model)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(|e| svg_error(&e))?
+            .label("model Σsᵢ/(p·s₁)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(|e| svg_error(&e))?;
+    }
+    root.present().map_err(|e| svg_error(&e))?;
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! `keel sim`: the discrete-event simulator (`keel-sim`) from the command
+//! line. It runs the same registry policies as the thread runtime on
+//! simulated workers, at scales this machine cannot reach.
+//!
+//! | subcommand | what |
+//! |---|---|
+//! | `calibrate` | empty-body microbenchmarks of the thread runtime → the overhead model file |
+//! | `validate` | simulated vs measured makespans of every loop schedule on Mandelbrot and LavaMD-like loops |
+//! | `loops` | SPHYNX-like L1 at N = 10⁶: the bathtub over chunk sizes, selection methods vs Oracle at P = 20, 64 |
+//! | `perf` | the simulator's own speed: ns per event over P = 16 … 1,024 |
+//! | `farm` | farms of 4, 8, 16 workers, one fast, against the ARRS model |
+//! | `objects` | the Lassen-like proxy on 64 nodes × 16 PUs |
+
+pub mod calibrate;
+pub mod farm;
+pub mod loops;
+pub mod objects;
+pub mod perf;
+pub mod validate;
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use keel_sim::Calibration;
+
+use crate::error::CliError;
+
+/// `keel sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Which simulation.
+    #[command(subcommand)]
+    pub command: SimCommand,
+}
+
+/// The simulations.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Measure the thread runtime's fork-join and claim costs with empty
+    /// bodies and write the simulator's overhead model (a JSON file).
+    Calibrate(calibrate::CalibrateArgs),
+    /// Simulated vs measured makespans of every loop schedule on Mandelbrot
+    /// and the exponential (LavaMD-like) loop: % error, Kendall τ.
+    Validate(validate::ValidateArgs),
+    /// SPHYNX-like L1 (N = 1,000,000): the bathtub curve over chunk sizes at
+    /// P = 20, and the selection methods against Oracle at P = 20 and 64;
+    /// or a user trace with --trace.
+    Loops(loops::LoopsArgs),
+    /// The simulator's own speed: ss with chunk 1 over P = 16 … 1,024.
+    Perf(perf::PerfArgs),
+    /// Farms of 4, 8 and 16 workers, one fast, against the ARRS model.
+    Farm(farm::FarmArgs),
+    /// Over-decomposed objects on nodes × PUs (Lassen-like proxy).
+    Objects(objects::ObjectsArgs),
+}
+
+/// `keel sim ...`.
+pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    match &args.command {
+        SimCommand::Calibrate(a) => calibrate::run(a, out),
+        SimCommand::Validate(a) => validate::run(a, out),
+        SimCommand::Loops(a) => loops::run(a, out),
+        SimCommand::Perf(a) => perf::run(a, out),
+        SimCommand::Farm(a) => farm::run(a),
+        SimCommand::Objects(a) => objects::run(a),
+    }
+}
+
+/// A simulator error as a command error.
+pub(crate) fn sim_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Usage(format!("sim: {e}"))
+}
+
+/// The calibration in `path`, else the committed one.
+pub(crate) fn load_calibration(path: Option<&Path>) -> Result<Calibration, CliError> {
+    match path {
+        Some(p) => Calibration::load(p),
+        None => Calibration::committed(),
+    }
+    .map_err(sim_error)
+}
+
+/// A progress bar on stderr (hidden with `quiet`) for long runs.
+pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    let template = format!("{what} {{bar:40}} {{pos}}/{{len}} {{msg}}");
+    bar.set_style(
+        ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The median of `values` (NaN for none), sorting them.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}

@@ -1,0 +1,382 @@
+//! `keel sim objects`: the Charm++ + OpenMP paper's Lassen study
+//! (`papers/charm-openmp-integrated-load-balancing.txt` §5, Tables 1–2) in
+//! the simulator, at the paper's scale: the Lassen-like proxy on 64 nodes ×
+//! 16 PUs (16 domains per PU, `LassenLike::for_pus`, pinned by
+//! `crates/keel-sim/tests/objects_golden.rs`).
+//!
+//! - **Table 1**: No LB, Greedy (hierarchical: `hier:nodes=N` with greedy
+//!   at both levels, every `--period` steps), Greedy + stealing inside
+//!   nodes, No LB + stealing: λ at the node and PU levels, total time.
+//! - **Table 2**: hierarchical Greedy at periods 20, 50 and 100, time in
+//!   steps and in balancing split out.
+//!
+//! Balancing time is modelled (decision per object + migrations), not
+//! measured; see `keel_sim::objects`.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use keel_sim::objects::{
+    simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,
+};
+use keel_sim::{Noise, SimError};
+use keel_workloads::objects::{LassenLike, ObjectWorkload};
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::report;
+
+/// `keel sim objects`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ObjectsArgs {
+    /// Nodes.
+    #[arg(long, default_value_t = 64)]
+    pub nodes: usize,
+
+    /// PUs per node.
+    #[arg(long, default_value_t = 16)]
+    pub pus_per_node: usize,
+
+    /// The Lassen-like proxy's spec (default: `lassen:pus=NODES×PUS`, 16
+    /// domains per PU), e.g. `lassen:pus=1024,steps=100`.
+    #[arg(long, value_name = "SPEC")]
+    pub workload: Option<String>,
+
+    /// Table 1's balancing period (the paper's 50).
+    #[arg(long, default_value_t = 50)]
+    pub period: usize,
+
+    /// Table 2's periods.
+    #[arg(long, value_delimiter = ',', default_values_t = [20usize, 50, 100])]
+    pub periods: Vec<usize>,
+
+    /// Exposure policy of the "+ stealing" rows.
+    #[arg(long, default_value = "history-idle")]
+    pub stealing: String,
+
+    /// Seconds a thief pays per stolen chunk.
+    #[arg(long, default_value_t = DEFAULT_STEAL_COST)]
+    pub steal_cost: f64,
+
+    /// Coefficient of variation of every piece of work (normal noise): the
+    /// measured loads are noisy.
+    #[arg(long, default_value_t = 0.05)]
+    pub noise_cv: f64,
+
+    /// Seed of the noise and of the thieves' choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Write each Table 1 configuration's time per step to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One configuration's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// What ran.
+    pub config: String,
+    /// The simulated run.
+    pub run: ObjectsRun,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectsSimReport {
+    /// The workload spec.
+    pub workload: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// PUs per node.
+    pub pus_per_node: usize,
+    /// The remap policy spec.
+    pub policy: String,
+    /// Table 1.
+    pub table1: Vec<Row>,
+    /// Table 2.
+    pub table2: Vec<Row>,
+    /// Time of No LB ÷ time of Greedy + stealing (goal ≥ 1.5).
+    pub gain_vs_no_lb: f64,
+    /// Time of Greedy ÷ time of Greedy + stealing (goal ≥ 1.1).
+    pub gain_vs_greedy: f64,
+}
+
+fn sim_error(e: SimError) -> CliError {
+    CliError::Usage(format!("sim objects: {e}"))
+}
+
+/// Labelled configurations of one table.
+type Configs = Vec<(String, Balancing)>;
+
+/// Table 1's and Table 2's configurations: label and balancing.
+fn configs(args: &ObjectsArgs, policy: &str) -> (Configs, Configs) {
+    let t1 = vec![
+        ("No LB".to_string(), Balancing::none("none")),
+        (
+            "Greedy (hier)".to_string(),
+            Balancing::periodic(policy, args.period, "none"),
+        ),
+        (
+            "Greedy (hier) + stealing".to_string(),
+            Balancing::periodic(policy, args.period, &args.stealing),
+        ),
+        (
+            "No LB + stealing".to_string(),
+            Balancing::none(&args.stealing),
+        ),
+    ];
+    let t2 = args
+        .periods
+        .iter()
+        .map(|&p| {
+            (
+                format!("Greedy (hier), period {p}"),
+                Balancing::periodic(policy, p, "none"),
+            )
+        })
+        .collect();
+    (t1, t2)
+}
+
+/// `keel sim objects`.
+pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
+    let pus = args
+        .nodes
+        .checked_mul(args.pus_per_node)
+        .filter(|&p| p > 0)
+        .ok_or_else(|| CliError::Usage("--nodes and --pus-per-node must be at least 1".into()))?;
+    if args.period == 0 || args.periods.contains(&0) {
+        return Err(CliError::Usage("periods must be at least 1 step".into()));
+    }
+    let spec = args
+        .workload
+        .clone()
+        .unwrap_or_else(|| format!("lassen:pus={pus}"));
+    let lassen = LassenLike::parse(&spec)?;
+    let costs = WorkloadCosts::uniform_cells(&lassen);
+    let noise = if args.noise_cv > 0.0 {
+        Noise::Normal { cv: args.noise_cv }
+    } else {
+        Noise::None
+    };
+    let mut model = ObjectsModel::new(args.nodes, args.pus_per_node, noise).map_err(sim_error)?;
+    model.steal_cost = args.steal_cost;
+    model.seed = args.seed;
+    let policy = format!("hier:nodes={},outer=(greedy),inner=(greedy)", args.nodes);
+    let (t1, t2) = configs(args, &policy);
+    let steps = lassen.steps() as u64;
+    let bar = ProgressBar::new(steps * (t1.len() + t2.len()) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("sim objects {msg:28} {bar:40} {pos}/{len} steps")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let simulate = |label: &str, b: &Balancing| -> Result<Row, CliError> {
+        bar.set_message(label.to_string());
+        let run =
+            simulate_with_progress(&model, &costs, b, &mut |_| bar.inc(1)).map_err(sim_error)?;
+        Ok(Row {
+            config: label.to_string(),
+            run,
+        })
+    };
+    let table1: Vec<Row> = t1
+        .iter()
+        .map(|(l, b)| simulate(l, b))
+        .collect::<Result<_, _>>()?;
+    let table2: Vec<Row> = t2
+        .iter()
+        .map(|(l, b)| simulate(l, b))
+        .collect::<Result<_, _>>()?;
+    bar.finish_and_clear();
+    let t = |i: usize| table1[i].run.total_s;
+    let report = ObjectsSimReport {
+        workload: lassen.spec(),
+        nodes: args.nodes,
+        pus_per_node: args.pus_per_node,
+        policy,
+        gain_vs_no_lb: t(0) / t(2),
+        gain_vs_greedy: t(1) / t(2),
+        table1,
+        table2,
+    };
+    if let Some(path) = &args.svg {
+        plot(path, &report)?;
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write_tables(&mut out, &report, args)?;
+        if let Some(path) = &args.svg {
+            writeln!(out, "plot: {}", path.display())?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn write_tables(
+    out: &mut dyn Write,
+    r: &ObjectsSimReport,
+    args: &ObjectsArgs,
+) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "keel sim objects: {} nodes × {} PUs, workload {}",
+        r.nodes, r.pus_per_node, r.workload
+    )?;
+    writeln!(
+        out,
+        "remap policy {}; stealing `{}` inside nodes, {} per steal; noise cv {}; balancing time modelled",
+        r.policy,
+        args.stealing,
+        report::duration(args.steal_cost),
+        args.noise_cv
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Table 1: λ over the run (Σ_t max / Σ_t mean − 1) and total time; Greedy every {} steps",
+        args.period
+    )?;
+    let mut rows = vec![[
+        "config".to_string(),
+        "λ node".into(),
+        "λ PU".into(),
+        "total".into(),
+        "steps".into(),
+        "balancing".into(),
+        "migrations".into(),
+        "stolen/exposed".into(),
+    ]];
+    for row in &r.table1 {
+        let x = &row.run;
+        rows.push([
+            row.config.clone(),
+            format!("{:.1} %", 100.0 * x.lambda_node),
+            format!("{:.1} %", 100.0 * x.lambda_pu),
+            report::duration(x.total_s),
+            report::duration(x.steps_s),
+            report::duration(x.balance_s),
+            x.migrations.to_string(),
+            format!("{}/{}", x.tasks.stolen, x.tasks.exposed),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(
+        out,
+        "Greedy + stealing vs No LB: {:.2}× (goal ≥ 1.5: {}); vs Greedy alone: {:.2}× (goal ≥ 1.1: {})",
+        r.gain_vs_no_lb,
+        if r.gain_vs_no_lb >= 1.5 { "met" } else { "NOT met" },
+        r.gain_vs_greedy,
+        if r.gain_vs_greedy >= 1.1 { "met" } else { "NOT met" },
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Table 2: Greedy (hier) at several periods, balancing time split out"
+    )?;
+    let mut rows = vec![[
+        "config".to_string(),
+        "steps".into(),
+        "balancing".into(),
+        "(decision".into(),
+        "migration)".into(),
+        "total".into(),
+        "migrations".into(),
+        "λ PU".into(),
+    ]];
+    let no_lb = &r.table1[0].run;
+    rows.push([
+        "No LB".into(),
+        report::duration(no_lb.steps_s),
+        report::duration(0.0),
+        report::duration(0.0),
+        report::duration(0.0),
+        report::duration(no_lb.total_s),
+        "0".into(),
+        format!("{:.1} %", 100.0 * no_lb.lambda_pu),
+    ]);
+    for row in &r.table2 {
+        let x = &row.run;
+        rows.push([
+            row.config.clone(),
+            report::duration(x.steps_s),
+            report::duration(x.balance_s),
+            report::duration(x.decision_s),
+            report::duration(x.migration_s),
+            report::duration(x.total_s),
+            x.migrations.to_string(),
+            format!("{:.1} %", 100.0 * x.lambda_pu),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+fn plot(path: &std::path::Path, r: &ObjectsSimReport) -> Result<(), CliError> {
+    use plotters::prelude::*;
+    let svg_error =
+        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
+    let steps = r.table1.first().map_or(1, |x| x.run.steps) as f64;
+    let ymax = r
+        .table1
+        .iter()
+        .flat_map(|x| x.run.step_s.iter().copied())
+        .fold(0.0, f64::max)
+        * 1e3
+        * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Lassen-like, time per step (Table 1 configurations)",
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0f64..steps, 0f64..ymax.max(1e-3))
+        .map_err(|e| svg_error(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("step")
+        .y_desc("ms per step")
+        .draw()
+        .map_err(|e| svg_error(&e))?;
+    for (i, row) in r.table1.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let points: Vec<(f64, f64)> = row
+            .run
+            .step_s
+            .iter()
+            .enumerate()
+            .map(|(k, &s)| (k as f64, s * 1e3))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(1)))
+            .map_err(|e| svg_error(&e))?
+            .label(row.config.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| svg_error(&e))?;
+    root.present().map_err(|e| svg_error(&e))?;
+    Ok(())
+}

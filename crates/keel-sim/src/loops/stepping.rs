@@ -1,0 +1,304 @@
+//! The time-stepping driver: a sequence of loop instances, of one or more
+//! loops (by name), with one fixed schedule or with selection per instance
+//! (`auto[,method]`), exactly as `keel::loops` runs them on threads.
+//!
+//! Per instance of loop `id` (the runtime's `ParallelLoop::run`):
+//! 1. resolve the schedule: the fixed one, or under `auto` ask the loop's own
+//!    [`LoopSelector`] ([`LoopSelector::choose`] with `N` and `P`) for a
+//!    portfolio index and chunk (the expert chunk);
+//! 2. build a context handler that offers what this loop measured before,
+//!    only what the schedule reads: the iteration profile (FSC, FAC, TAP,
+//!    BOLD), the thread history (AWF), user weights (WF), and for `binlpt`
+//!    and `greedy` the iteration assignment, computed once from the hints
+//!    and reused while they are unchanged;
+//! 3. plan through [`LoopSchedule::plan`] and simulate the instance;
+//! 4. store the measurements (profile, AWF history weighted by instance
+//!    number) and feed the selector the same [`Measurement`] the runtime
+//!    does: per-worker finish times and `N`.
+//!
+//! Simulated time runs on across instances (the next forks when the
+//! previous one has joined), so a worker's perturbation window covers the
+//! instances it overlaps.
+
+use std::collections::HashMap;
+
+use keel_policy::concept::{Concept, Model, Origin, Subject};
+use keel_policy::dls::{Assignment, LoopSchedule, LoopShape};
+use keel_policy::select::{self, AutoSpec, LoopSelector, Measurement, Record, Setting};
+use keel_policy::ContextHandler;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::costs::IterationCosts;
+use super::instance::{simulate_plan, InstanceResult, Machine, RunOptions, Selected};
+use crate::engine::SimTime;
+use crate::error::SimError;
+
+/// Per-iteration workload hints, as a workload-aware schedule reads them.
+const HINTS: Concept = Concept::Workload {
+    subject: Subject::Tasks,
+    model: Model::Static,
+};
+
+/// What a schedule text resolved to.
+enum Resolved {
+    Fixed {
+        schedule: Box<dyn LoopSchedule>,
+        chunk: Option<u64>,
+    },
+    Auto(AutoSpec),
+}
+
+/// A workload-aware schedule's assignment and what it was made from.
+struct CachedAssignment {
+    canonical: String,
+    chunk: Option<u64>,
+    hints: Vec<u64>,
+    assignment: Assignment,
+}
+
+/// What is kept about one loop across its instances.
+#[derive(Default)]
+struct LoopState {
+    instances: u64,
+    profile: Option<(f64, f64)>,
+    history: Vec<f64>,
+    selector: Option<LoopSelector>,
+    assignment: Option<CachedAssignment>,
+}
+
+/// Options of one loop call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Call<'a> {
+    /// The loop's own chunk parameter (`.chunk(k)`): it wins over the
+    /// spec's and over the expert chunk, as in the runtime.
+    pub chunk: Option<u64>,
+    /// Workload hints for `binlpt` and `greedy`; the iteration costs
+    /// themselves when absent (the best estimate a user could give).
+    pub hints: Option<&'a [f64]>,
+}
+
+/// Runs loop instances in sequence under one schedule setting.
+pub struct Stepper {
+    machine: Machine,
+    setting: Resolved,
+    portfolio: Vec<Box<dyn LoopSchedule>>,
+    loops: HashMap<String, LoopState>,
+    weights: Option<Vec<f64>>,
+    rng: ChaCha8Rng,
+    now: SimTime,
+    record_chunks: bool,
+}
+
+impl Stepper {
+    /// A driver for `setting` in `KEEL_SCHEDULE` syntax (`static`,
+    /// `dynamic,4`, `awf-b`, `auto,expert`, …), noise drawn from `seed`.
+    pub fn new(machine: Machine, setting: &str, seed: u64) -> Result<Self, SimError> {
+        let setting = match select::parse_setting(setting)? {
+            Setting::Fixed { schedule, chunk } => Resolved::Fixed { schedule, chunk },
+            Setting::Auto(spec) => Resolved::Auto(spec),
+        };
+        let portfolio = match setting {
+            Resolved::Auto(_) => select::portfolio(),
+            Resolved::Fixed { .. } => Vec::new(),
+        };
+        Ok(Stepper {
+            machine,
+            setting,
+            portfolio,
+            loops: HashMap::new(),
+            weights: None,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            now: 0.0,
+            record_chunks: false,
+        })
+    }
+
+    /// Keep every worker's chunks in the results (conservation checks).
+    pub fn record_chunks(&mut self, on: bool) -> &mut Self {
+        self.record_chunks = on;
+        self
+    }
+
+    /// User weights for `wf` (`ParallelLoop::weights`), one per worker.
+    pub fn weights(&mut self, weights: Vec<f64>) -> &mut Self {
+        self.weights = Some(weights);
+        self
+    }
+
+    /// Simulated time since the first fork.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// Loop `id`'s selection record under `auto`.
+    pub fn selection_record(&self, id: &str) -> Option<&Record> {
+        self.loops.get(id)?.selector.as_ref().map(|s| s.record())
+    }
+
+    /// One instance of loop `id` over `costs`, with the defaults of [`Call`].
+    pub fn run(&mut self, id: &str, costs: &IterationCosts) -> Result<InstanceResult, SimError> {
+        self.run_with(id, costs, Call::default())
+    }
+
+    /// One instance of loop `id` over `costs`.
+    pub fn run_with(
+        &mut self,
+        id: &str,
+        costs: &IterationCosts,
+        call: Call<'_>,
+    ) -> Result<InstanceResult, SimError> {
+        let threads = self.machine.threads();
+        let iterations = costs.len();
+        if !self.loops.contains_key(id) {
+            self.loops.insert(id.to_string(), LoopState::default());
+        }
+        let state = self.loops.get_mut(id).expect("inserted above");
+
+        let (schedule, own_chunk, selected): (&dyn LoopSchedule, Option<u64>, Option<Selected>) =
+            match &self.setting {
+                Resolved::Fixed { schedule, chunk } => (schedule.as_ref(), *chunk, None),
+                Resolved::Auto(spec) => {
+                    let selector = state
+                        .selector
+                        .get_or_insert_with(|| spec.selector(stream_of(id)));
+                    let choice = selector.choose(iterations, threads);
+                    let selected = Selected {
+                        method: spec.method.name(),
+                        index: choice.index,
+                        phase: choice.phase,
+                    };
+                    // Under auto the expert chunk takes the spec chunk's place.
+                    (
+                        self.portfolio[choice.index].as_ref(),
+                        choice.chunk,
+                        Some(selected),
+                    )
+                }
+            };
+        let reads = |concept| schedule.requirements().iter().any(|r| r.concept == concept);
+        let chunk = call.chunk.or(own_chunk);
+        let shape = LoopShape::new(iterations, threads, chunk)?;
+
+        let history: Option<Vec<f64>> = (reads(Concept::ThreadHistory)
+            && state.history.len() == 2 * threads)
+            .then(|| state.history.clone());
+        let profiled = reads(Concept::IterationProfile);
+        let profile: Option<[f64; 2]> = if profiled {
+            state.profile.map(|(mean, sd)| [mean, sd])
+        } else {
+            None
+        };
+        let owned_hints: Vec<f64>;
+        let hints: Option<&[f64]> = match (schedule.as_workload(), call.hints) {
+            (None, _) => None,
+            (Some(_), Some(h)) => Some(h),
+            (Some(_), None) => {
+                owned_hints = costs.to_vec();
+                Some(&owned_hints)
+            }
+        };
+        if let (Some(workload), Some(hints)) = (schedule.as_workload(), hints) {
+            let canonical = schedule.spec().to_string();
+            let bits: Vec<u64> = hints.iter().map(|h| h.to_bits()).collect();
+            let fresh = !matches!(&state.assignment, Some(c)
+                if c.canonical == canonical && c.chunk == shape.chunk && c.hints == bits
+                    && c.assignment.threads() == threads);
+            if fresh {
+                let mut nested = ContextHandler::new();
+                nested.provide_values(HINTS, Origin::User, hints);
+                let assignment = workload.assign(&shape, &nested)?;
+                state.assignment = Some(CachedAssignment {
+                    canonical,
+                    chunk: shape.chunk,
+                    hints: bits,
+                    assignment,
+                });
+            }
+        }
+
+        let mut ctx = ContextHandler::new();
+        if let Some(values) = &profile {
+            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
+        }
+        if let Some(history) = &history {
+            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
+        }
+        if let Some(weights) = &self.weights {
+            ctx.provide_values(Concept::ThreadWeights, Origin::User, &weights[..]);
+        }
+        if let Some(hints) = hints {
+            ctx.provide_values(HINTS, Origin::User, hints);
+        }
+        if let (Some(_), Some(cached)) = (schedule.as_workload(), &state.assignment) {
+            ctx.provide_assignment(Origin::Runtime, &cached.assignment);
+        }
+        let plan = schedule.plan(&shape, &ctx)?;
+        let options = RunOptions {
+            profile: profiled,
+            record_chunks: self.record_chunks,
+        };
+        let mut result = simulate_plan(
+            &plan,
+            costs,
+            &self.machine,
+            self.now,
+            options,
+            &mut self.rng,
+        );
+        result.schedule = schedule.spec().to_string();
+        result.chunk = shape.chunk;
+        result.selection = selected;
+        self.now += result.t_par;
+
+        state.instances += 1;
+        if let Some(p) = result.profile {
+            state.profile = Some(p);
+        }
+        if state.history.len() != 2 * threads {
+            state.history = vec![0.0; 2 * threads];
+        }
+        // AWF's time-step-weighted history, as the runtime's LoopRecord keeps it.
+        let step = state.instances as f64;
+        for (i, (&work, &time)) in result
+            .thread_iterations
+            .iter()
+            .zip(&result.finish)
+            .enumerate()
+        {
+            state.history[2 * i] += step * work as f64;
+            state.history[2 * i + 1] += step * time;
+        }
+        if let Some(selector) = &mut state.selector {
+            let measurement =
+                Measurement::from_finish_times(&result.finish).with_iterations(iterations);
+            selector.observe(&measurement)?;
+        }
+        Ok(result)
+    }
+}
+
+/// One instance of `schedule` (a fixed schedule or `auto[,method]`, whose
+/// first choice it runs) over `costs` on `machine`, noise from `seed`.
+pub fn simulate(
+    costs: &IterationCosts,
+    machine: &Machine,
+    schedule: &str,
+    seed: u64,
+) -> Result<InstanceResult, SimError> {
+    Stepper::new(machine.clone(), schedule, seed)?.run("loop", costs)
+}
+
+/// A stable number per loop name, separating RandomSel's streams; the same
+/// FNV-1a the runtime applies to a loop's printed identity, so a named loop
+/// draws the same stream in both contexts.
+fn stream_of(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -1,0 +1,197 @@
+//! The objects model: conservation, determinism, what a remap may do,
+//! stealing inside nodes only, errors.
+
+use keel_sim::objects::{simulate, Balancing, ObjectCosts, ObjectsModel, WorkloadCosts};
+use keel_sim::{Noise, SimError};
+use keel_workloads::objects::{LassenLike, LbTestObjects, ObjectWorkload, Topology};
+
+/// A small Lassen-like front: 4 nodes × 4 PUs, 16 domains per PU, 40 steps.
+fn small_lassen() -> LassenLike {
+    LassenLike {
+        steps: 40,
+        ..LassenLike::for_pus(16)
+    }
+}
+
+fn model(noise: Noise) -> ObjectsModel {
+    ObjectsModel::new(4, 4, noise).unwrap()
+}
+
+const HIER: &str = "hier:nodes=4,outer=(greedy),inner=(greedy)";
+
+#[test]
+fn every_object_steps_once_per_step_across_migrations() {
+    let w = small_lassen();
+    let costs = WorkloadCosts::uniform_cells(&w);
+    for b in [
+        Balancing::none("none"),
+        Balancing::none("history-idle"),
+        Balancing::periodic(HIER, 5, "none"),
+        Balancing::periodic("greedy", 3, "history-idle"),
+        Balancing::periodic("refine", 7, "all"),
+    ] {
+        let run = simulate(&model(Noise::Uniform { spread: 0.1 }), &costs, &b).unwrap();
+        assert_eq!(run.object_steps.len(), w.objects());
+        assert!(
+            run.object_steps.iter().all(|&s| s as usize == w.steps),
+            "{b:?}"
+        );
+        assert_eq!(run.step_s.len(), w.steps);
+        // Every chunk ran once: by its owner or by a thief.
+        assert_eq!(
+            run.tasks.owned + run.tasks.stolen,
+            run.tasks.chunks,
+            "{b:?}"
+        );
+        assert!(run.tasks.stolen <= run.tasks.exposed);
+        if b.stealing == "none" {
+            assert_eq!(run.tasks.exposed, 0);
+        }
+        if b.period.is_some() {
+            assert!(run.migrations > 0, "{b:?}");
+        }
+        let sum: f64 = run.step_s.iter().sum();
+        assert!((sum - run.steps_s).abs() < 1e-9);
+        assert!((run.total_s - run.steps_s - run.balance_s).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn same_seed_same_result() {
+    let w = small_lassen();
+    let costs = WorkloadCosts::uniform_cells(&w);
+    let b = Balancing::periodic(HIER, 10, "history-idle");
+    let run = |seed| {
+        let mut m = model(Noise::Normal { cv: 0.1 });
+        m.seed = seed;
+        simulate(&m, &costs, &b).unwrap()
+    };
+    assert_eq!(run(3), run(3));
+    assert_ne!(run(3).total_s, run(4).total_s);
+}
+
+#[test]
+fn without_noise_or_stealing_a_step_lasts_as_long_as_its_busiest_pu() {
+    // lb_test objects have no potential task: each PU's step is the sum of
+    // its objects' loads, and the step is the largest plus the barrier.
+    let lb = LbTestObjects::new(Topology::Ring, 64, 16, 4, 40, 10.0, 3000.0, 12345, 1.0);
+    let costs = WorkloadCosts::new(&lb);
+    let m = model(Noise::None);
+    let run = simulate(&m, &costs, &Balancing::none("none")).unwrap();
+    for (k, &t) in run.step_s.iter().enumerate() {
+        let mut per_pu = [0.0; 16];
+        for o in 0..64 {
+            per_pu[o / 4] += costs.serial(o, k);
+        }
+        let max = per_pu.iter().copied().fold(0.0, f64::max);
+        assert!((t - max - m.barrier_cost).abs() < 1e-12, "step {k}");
+    }
+}
+
+#[test]
+fn stealing_stays_inside_a_node() {
+    // One node holds all the work; stealing can spread it over that node's
+    // PUs only, so the step cannot get shorter than the node's work ÷ its PUs.
+    let w = LassenLike {
+        steps: 1,
+        ..LassenLike::for_pus(16)
+    };
+    let costs = WorkloadCosts::uniform_cells(&w);
+    let m = model(Noise::None);
+    let plain = simulate(&m, &costs, &Balancing::none("none")).unwrap();
+    let steal = simulate(&m, &costs, &Balancing::none("all")).unwrap();
+    assert!(steal.tasks.stolen > 0);
+    assert!(steal.total_s < plain.total_s);
+    // Step 0: only domain 0 is hot; it sits on PU 0 of node 0.
+    let hot = costs.potential(0, 0) + costs.serial(0, 0);
+    assert!(
+        steal.total_s >= hot / 4.0,
+        "{} < {}",
+        steal.total_s,
+        hot / 4.0
+    );
+}
+
+#[test]
+fn a_remap_never_moves_an_unmigratable_object_nor_uses_an_unavailable_pu() {
+    let w = small_lassen();
+    let costs = WorkloadCosts::uniform_cells(&w);
+    let mut m = model(Noise::Uniform { spread: 0.2 });
+    m.available[5] = false;
+    m.available[15] = false;
+    let pinned: Vec<bool> = (0..w.objects()).map(|o| o % 5 != 0).collect();
+    m.migratable = Some(pinned.clone());
+    for policy in [
+        "greedy",
+        "refine",
+        "greedy-refine",
+        HIER,
+        "binlpt:chunks=32",
+    ] {
+        let b = Balancing::periodic(policy, 4, "history-idle");
+        let run = simulate(&m, &costs, &b).unwrap();
+        assert!(!run.remaps.is_empty());
+        // The initial placement is block over the available PUs.
+        let mut before: Option<Vec<usize>> = None;
+        for r in &run.remaps {
+            assert!(r.placement.iter().all(|&p| m.available[p]), "{policy}");
+            if let Some(prev) = &before {
+                for (o, (&a, &b)) in prev.iter().zip(&r.placement).enumerate() {
+                    assert!(pinned[o] || a == b, "{policy} moved pinned object {o}");
+                }
+            }
+            before = Some(r.placement.clone());
+        }
+        assert!(run.object_steps.iter().all(|&s| s as usize == w.steps));
+    }
+}
+
+#[test]
+fn bad_parameters_are_typed_errors() {
+    let w = small_lassen();
+    let costs = WorkloadCosts::uniform_cells(&w);
+    let m = model(Noise::None);
+    let err = |m: &ObjectsModel, b: &Balancing| simulate(m, &costs, b).unwrap_err();
+    assert!(matches!(
+        err(&m, &Balancing::periodic("fastest", 5, "none")),
+        SimError::Policy(s) if s.contains("greedy")
+    ));
+    assert!(matches!(
+        err(&m, &Balancing::periodic("greedy", 0, "none")),
+        SimError::InvalidParameter { .. }
+    ));
+    assert!(matches!(
+        err(&m, &Balancing::none("sometimes")),
+        SimError::Policy(s) if s.contains("history-idle")
+    ));
+    // hier with more nodes than PUs: the policy refuses at the first remap.
+    assert!(matches!(
+        err(&m, &Balancing::periodic("hier:nodes=99", 5, "none")),
+        SimError::Policy(_)
+    ));
+    let mut bad = m.clone();
+    bad.available = vec![false; 16];
+    assert!(matches!(
+        err(&bad, &Balancing::none("none")),
+        SimError::InvalidParameter { .. }
+    ));
+    let mut bad = m.clone();
+    bad.migratable = Some(vec![true; 3]);
+    assert!(matches!(
+        err(&bad, &Balancing::none("none")),
+        SimError::InvalidParameter { .. }
+    ));
+    let mut bad = m.clone();
+    bad.steal_cost = -1.0;
+    assert!(err(&bad, &Balancing::none("none"))
+        .to_string()
+        .contains("steal"));
+    let mut bad = m;
+    bad.migration.bandwidth = 0.0;
+    assert!(matches!(
+        err(&bad, &Balancing::none("none")),
+        SimError::InvalidParameter { .. }
+    ));
+    assert!(ObjectsModel::new(0, 16, Noise::None).is_err());
+    assert!(ObjectsModel::new(4, 0, Noise::None).is_err());
+}
