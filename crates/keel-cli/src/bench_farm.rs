@@ -230,55 +230,11 @@ fn fast_speed(w: &Primes) -> f64 {
     time(w.limit, 9) / time(w.fast_limit, 9)
 }
 
-/// The fast worker's speed relative to the slow one while both run at
-/// once, as they do in the farm: each of two threads repeats its own task
-/// for the same wall time, and the ratio of their task rates is taken
-/// (median of `reps`, each `window` long). On this 2-core VM the cheap task runs markedly slower
-/// beside the expensive one than alone, so Eq. 2 with the isolated ratio
-/// promises a speed-up no dispatch policy could reach.
-fn concurrent_fast_speed(w: &Primes, reps: usize, window: std::time::Duration) -> f64 {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Barrier;
-    let mut ratios: Vec<f64> = (0..reps)
-        .map(|_| {
-            let stop = AtomicBool::new(false);
-            let start = Barrier::new(3);
-            let rate = |limit: u32| {
-                start.wait();
-                let t = Instant::now();
-                let mut done = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    black_box(count_primes(black_box(limit)));
-                    done += 1;
-                }
-                done as f64 / t.elapsed().as_secs_f64()
-            };
-            std::thread::scope(|scope| {
-                let slow = scope.spawn(|| rate(w.limit));
-                let fast = scope.spawn(|| rate(w.fast_limit));
-                start.wait();
-                std::thread::sleep(window);
-                stop.store(true, Ordering::Relaxed);
-                let (slow, fast) = (slow.join(), fast.join());
-                match (slow, fast) {
-                    (Ok(slow), Ok(fast)) if slow > 0.0 => fast / slow,
-                    _ => f64::NAN,
-                }
-            })
-        })
-        .filter(|r: &f64| r.is_finite())
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// (b) one fast worker, against Eq. 2.
 fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
     let base = Primes::parse("primes:fast-workers=1")?;
-    let isolated = fast_speed(&base);
-    let isolated_model = base.model_speedup(2, isolated);
-    let s = concurrent_fast_speed(&base, 5, std::time::Duration::from_millis(150));
+    let s = fast_speed(&base);
     let model = base.model_speedup(2, s);
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
@@ -298,17 +254,9 @@ fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
         title: "two workers, worker 0 counts primes only to 2,000: S against the model Σsᵢ/(p·s₁) (Figs. 7–8)".into(),
         workers: 2,
         workload: base.spec(),
-        notes: vec![
-            format!(
-                "fast task measured {isolated:.2}× cheaper alone (model S = {isolated_model:.3}), \
-                 {s:.2}× cheaper while both tasks run at once, as in the farm"
-            ),
-            format!(
-                "% of model is against S = ({s:.2} + 1)/2 = {model:.3}, the speeds the workers have \
-                 during a run; against the isolated model multiply it by {:.3}",
-                model / isolated_model
-            ),
-        ],
+        notes: vec![format!(
+            "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + 1)/2 = {model:.3}"
+        )],
         rows,
     })
 }
@@ -583,9 +531,7 @@ fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError
 /// The demo's farm section: (b) in miniature, one run per policy.
 pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
     let w = Primes::parse("primes:tasks=400,fast-workers=1")?;
-    // The speeds the workers have while both run (see `concurrent_fast_speed`).
-    let s = concurrent_fast_speed(&w, 3, std::time::Duration::from_millis(60));
-    let model = w.model_speedup(2, s);
+    let model = w.model_speedup(2, fast_speed(&w));
     let mut rows = vec![[
         "policy".to_string(),
         "time".into(),
@@ -611,7 +557,7 @@ pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
     }
     writeln!(
         out,
-        "{} tasks on 2 workers, worker 0's tasks {:.1}× cheaper while both run; model S = {model:.2}; one run each (keel bench farm repeats)",
+        "{} tasks on 2 workers, worker 0's tasks {:.1}× cheaper; model S = {model:.2}; one run each (keel bench farm repeats)",
         w.tasks,
         2.0 * model - 1.0
     )?;
