@@ -1,8 +1,8 @@
 //! The farm model (issue 7, item 2b): an emitter, `p` workers each with its
 //! own input queue, and any `keel_policy::farm` dispatch policy, driven
 //! unchanged through its [`Dispatch`] trait — the same calls, in the same
-//! order, that `keel::farm`'s emitter makes (the `emit` loop of `keel::farm`,
-//! `emit` and `worker_main`):
+//! order, that `keel::farm`'s emitter makes (its `emit` and `worker_main`
+//! functions):
 //!
 //! - For each item the emitter asks [`Dispatch::next`] through a
 //!   [`QueueView`] over the simulated queues and enacts the decision:
