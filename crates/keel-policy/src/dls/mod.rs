@@ -417,7 +417,7 @@ pub use fac2::Fac2;
 pub use fsc::fsc_chunk;
 pub use gac::{Gac, GAC_MAX_THREADS};
 pub use guided::{Guided, GuidedRule};
-pub use inputs::{Profile, Weights, DEFAULT_OVERHEAD};
+pub use inputs::{Profile, ProfileSums, Weights, DEFAULT_OVERHEAD};
 pub use registry::{parse_schedule, registry, Schedule, ScheduleParams, AUTO4OMP_PORTFOLIO};
 pub use ss::Ss;
 pub use static_block::StaticBlock;

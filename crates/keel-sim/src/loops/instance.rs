@@ -46,11 +46,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::costs::IterationCosts;
-use super::profile::ProfileSums;
 use crate::engine::{EventQueue, SimTime};
 use crate::error::SimError;
 use crate::overhead::{OverheadModel, SharedCounter};
 use crate::worker::WorkerModel;
+use keel_policy::dls::ProfileSums;
 
 /// The simulated machine a loop runs on: its workers and the runtime's
 /// dispatch overhead.
@@ -402,7 +402,7 @@ pub fn simulate_plan(
         .profile
         .then(|| {
             let mut sums = ProfileSums::default();
-            workers.iter().for_each(|w| sums.merge(&w.profile));
+            workers.iter().for_each(|w| sums.merge(w.profile));
             sums.profile()
         })
         .flatten();

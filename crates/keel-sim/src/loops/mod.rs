@@ -19,13 +19,12 @@
 //! |---|---|
 //! | [`costs`] | per-iteration costs as prefix sums: O(1) per chunk |
 //! | [`instance`] | one instance: events, claims, contention, adaptive timing |
-//! | [`profile`] | the iteration profile estimated from chunk times |
+//! | `keel_policy::dls::ProfileSums` | the iteration profile estimated from chunk times, shared with the thread runtime |
 //! | [`stepping`] | instances in sequence, per-loop records, selection |
 //! | [`sphynx_l1`] | the pinned SPHYNX-like L1 of the scale experiment |
 
 pub mod costs;
 pub mod instance;
-pub mod profile;
 pub mod sphynx_l1;
 pub mod stepping;
 

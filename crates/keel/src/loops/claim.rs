@@ -71,71 +71,9 @@ pub(crate) struct Instance<'a, 'p> {
     pub(crate) shared: Shared,
 }
 
-/// One participant's chunk times for the iteration profile: chunks `C`,
-/// `Σs`, `ΣT` and `ΣT²/s` over its chunks of `s` iterations that took `T`
-/// seconds. If iterations were independent with mean μ and deviation σ, a
-/// chunk's time would have mean `sμ` and variance `sσ²`, so
-/// `μ̂ = ΣT / Σs` and `σ̂² = (1/C)·Σ (T − sμ̂)²/s` estimate the
-/// per-iteration profile FAC, TAP, FSC and BOLD ask for, without timing
-/// single iterations (LB4OMP's profiling run does, at two clock reads per
-/// iteration). Neighbouring iterations that are alike make σ̂ larger, which
-/// errs towards smaller chunks.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct ProfileSums {
-    pub(crate) chunks: f64,
-    pub(crate) iterations: f64,
-    pub(crate) seconds: f64,
-    pub(crate) squares_over_size: f64,
-}
-
-impl ProfileSums {
-    fn add(&mut self, size: u64, seconds: f64) {
-        if size == 0 {
-            return;
-        }
-        self.chunks += 1.0;
-        self.iterations += size as f64;
-        self.seconds += seconds;
-        self.squares_over_size += seconds * seconds / size as f64;
-    }
-
-    pub(crate) fn to_bits(self) -> [u64; 4] {
-        [
-            self.chunks.to_bits(),
-            self.iterations.to_bits(),
-            self.seconds.to_bits(),
-            self.squares_over_size.to_bits(),
-        ]
-    }
-
-    pub(crate) fn from_bits(bits: [u64; 4]) -> Self {
-        ProfileSums {
-            chunks: f64::from_bits(bits[0]),
-            iterations: f64::from_bits(bits[1]),
-            seconds: f64::from_bits(bits[2]),
-            squares_over_size: f64::from_bits(bits[3]),
-        }
-    }
-
-    pub(crate) fn merge(&mut self, other: ProfileSums) {
-        self.chunks += other.chunks;
-        self.iterations += other.iterations;
-        self.seconds += other.seconds;
-        self.squares_over_size += other.squares_over_size;
-    }
-
-    /// `(μ̂, σ̂)` in seconds per iteration; `None` without chunks.
-    pub(crate) fn profile(&self) -> Option<(f64, f64)> {
-        if self.chunks < 1.0 || self.iterations <= 0.0 {
-            return None;
-        }
-        let mean = self.seconds / self.iterations;
-        // Σ (T − sμ)²/s = ΣT²/s − 2μΣT + μ²Σs
-        let spread =
-            self.squares_over_size - 2.0 * mean * self.seconds + mean * mean * self.iterations;
-        Some((mean, (spread / self.chunks).max(0.0).sqrt()))
-    }
-}
+/// One participant's chunk times for the iteration profile (the estimator
+/// lives in `keel-policy`, so the simulator measures it the same way).
+pub(crate) use keel_policy::dls::ProfileSums;
 
 /// Runs participant `me`'s share of the loop.
 pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
@@ -382,7 +320,7 @@ mod tests {
         assert!((sd - 2.0).abs() < 1e-12, "{sd}");
         let mut merged = sums;
         merged.merge(ProfileSums::from_bits(even.to_bits()));
-        assert_eq!(merged.chunks, 3.0);
+        assert_eq!(f64::from_bits(merged.to_bits()[0]), 3.0, "chunks");
         assert_eq!(ProfileSums::default().profile(), None);
     }
 }
