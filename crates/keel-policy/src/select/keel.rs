@@ -58,11 +58,17 @@
 //!   rows: a cyclic STATIC that was balanced at the start drifts out of
 //!   balance while the total work shrinks). `LIB/100` is the fraction of
 //!   the instance a balanced run would save, so the chosen schedule's
-//!   LIB is watched too: its baseline is the median over the warm-up (the
-//!   imbalance the exploration accepted, so a winner that is imbalanced
-//!   everywhere does not re-trigger), and a one-sided CUSUM with the same
-//!   allowance, threshold and clipping rules raises the alarm when the
-//!   imbalance lastingly exceeds that baseline.
+//!   LIB is watched too. Its baseline is the imbalance the exploration
+//!   accepted: the median LIB of the winner's exploration samples, so a
+//!   winner that is imbalanced everywhere does not re-trigger, while one
+//!   whose imbalance is already drifting upwards when it wins is compared
+//!   with where it started, not with where the drift has got to. The
+//!   first [`WARMUP`] instances of an exploitation only learn the LIB's
+//!   noise, from successive differences (a drift in the warm-up must not
+//!   pass for noise and blunt the test); then a one-sided CUSUM with the
+//!   same allowance, threshold and clipping rules runs over the warm-up
+//!   instances and every later one, and raises the alarm when the
+//!   imbalance lastingly exceeds the baseline.
 //! - **The incumbent first.** An alarm re-opens the search with fresh
 //!   samples and every schedule eligible, but the schedule that was
 //!   chosen is measured first: when the loop merely became heavier and
@@ -146,6 +152,8 @@ pub struct KeelSel {
     round: usize,
     /// Per-iteration times, `counts[i]` of them per schedule.
     samples: [[f64; ROUNDS]; PORTFOLIO_LEN],
+    /// The imbalance fractions (`LIB/100`) of those samples.
+    sample_imbalance: [[f64; ROUNDS]; PORTFOLIO_LEN],
     counts: [u8; PORTFOLIO_LEN],
     /// Smallest per-iteration mean finish time seen in this exploration.
     bound: f64,
@@ -164,7 +172,8 @@ pub struct KeelSel {
     /// Imbalance fractions (`LIB/100`) of the warm-up instances.
     warmup_imbalance: [f64; WARMUP as usize],
     imbalance_seen: usize,
-    /// The imbalance the exploration accepted, and its robust noise scale.
+    /// The imbalance the exploration accepted (the winner's median sample
+    /// imbalance), and the robust noise scale learnt in the warm-up.
     imbalance_base: f64,
     imbalance_noise: f64,
     imbalance_up: f64,
@@ -180,6 +189,7 @@ impl Default for KeelSel {
             remaining: ALL,
             round: 0,
             samples: [[0.0; ROUNDS]; PORTFOLIO_LEN],
+            sample_imbalance: [[0.0; ROUNDS]; PORTFOLIO_LEN],
             counts: [0; PORTFOLIO_LEN],
             bound: f64::INFINITY,
             winner: 0,
@@ -272,6 +282,14 @@ impl KeelSel {
         self.down = 0.0;
         self.imbalance_seen = 0;
         self.imbalance_up = 0.0;
+        let mut accepted = self.sample_imbalance[winner];
+        let n = usize::from(self.counts[winner]);
+        self.imbalance_base = if n == 0 {
+            0.0
+        } else {
+            median_in_place(&mut accepted[..n])
+        };
+        self.imbalance_noise = NOISE_FLOOR;
     }
 
     fn observe_exploration(&mut self, x: f64, lib: f64) {
@@ -279,6 +297,7 @@ impl KeelSel {
         let n = usize::from(self.counts[i]);
         if n < ROUNDS {
             self.samples[i][n] = x;
+            self.sample_imbalance[i][n] = lib / 100.0;
             self.counts[i] += 1;
         }
         self.remaining &= !(1 << i);
@@ -361,18 +380,18 @@ impl KeelSel {
         if self.imbalance_seen < warmup {
             self.warmup_imbalance[self.imbalance_seen] = g;
             self.imbalance_seen += 1;
-            if self.imbalance_seen == warmup {
-                let mut window = self.warmup_imbalance;
-                self.imbalance_base = median_in_place(&mut window);
-                for d in window.iter_mut() {
-                    *d = (*d - self.imbalance_base).abs();
-                }
-                let inflation = 1.0 + MAD_RELATIVE_SD / (warmup as f64).sqrt();
-                self.imbalance_noise =
-                    (MAD_TO_SIGMA * median_in_place(&mut window) * inflation).max(NOISE_FLOOR);
+            if self.imbalance_seen < warmup {
+                return false;
             }
-            return false;
+            self.imbalance_noise = difference_noise(&self.warmup_imbalance);
+            let warmup_values = self.warmup_imbalance;
+            return warmup_values.iter().any(|&w| self.imbalance_cusum(w));
         }
+        self.imbalance_cusum(g)
+    }
+
+    /// One step of the one-sided CUSUM of `g` above the accepted baseline.
+    fn imbalance_cusum(&mut self, g: f64) -> bool {
         let sigma = self.imbalance_noise;
         let allowance = (DRIFT_SIGMAS * sigma).max(MIN_SHIFT / 2.0);
         let threshold = ALARM_SIGMAS * sigma;
@@ -467,6 +486,27 @@ impl Select for KeelSel {
             Mode::Exploit => self.observe_exploitation(x, measurement.lib),
         }
     }
+}
+
+/// A robust noise scale of a short series that may drift: the MAD of its
+/// successive differences (1.4826 × median |dᵢ − median d|) ÷ √2 (a
+/// difference of two independent samples has √2 times their deviation),
+/// raised by one standard error of the estimate, at least [`NOISE_FLOOR`].
+/// A linear drift shifts every difference alike and so drops out, where
+/// deviations from the series' median would count its whole range as noise.
+fn difference_noise(series: &[f64; WARMUP as usize]) -> f64 {
+    let mut diffs = [0.0; WARMUP as usize - 1];
+    for (d, pair) in diffs.iter_mut().zip(series.windows(2)) {
+        *d = pair[1] - pair[0];
+    }
+    let mut sorted = diffs;
+    let centre = median_in_place(&mut sorted);
+    for d in diffs.iter_mut() {
+        *d = (*d - centre).abs();
+    }
+    let inflation = 1.0 + MAD_RELATIVE_SD / (diffs.len() as f64).sqrt();
+    (MAD_TO_SIGMA * median_in_place(&mut diffs) * inflation / std::f64::consts::SQRT_2)
+        .max(NOISE_FLOOR)
 }
 
 #[cfg(test)]

@@ -334,3 +334,49 @@ fn a_re_exploration_measures_the_incumbent_first() {
         );
     }
 }
+
+#[test]
+fn imbalance_drifting_up_from_the_start_re_explores_early() {
+    // STATIC wins while balanced (LIB 1 %), and from the first exploited
+    // instance its imbalance climbs by one point per instance at a level
+    // time (a zoom moving the heavy rows), with ±1 point of noise. The
+    // baseline is the LIB the exploration accepted and the warm-up's
+    // drift is not taken for noise, so the alarm comes within a few
+    // instances of the climb passing the allowance; judging against the
+    // warm-up's own median, it came only after the drift had run past the
+    // warm-up and then the threshold on top.
+    let times = [
+        1.0, 1.05, 1.06, 1.06, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
+    ];
+    for seed in 0..5u64 {
+        let mut sel = KeelSel::new();
+        let mut fake = FakeLoop::new(times, [1.0; 12], 0.01, 1000 + seed);
+        let mut first_exploit = None;
+        let mut reopened = None;
+        for k in 0..200u64 {
+            let (i, phase) = sel.next();
+            let (t, _) = fake.run(k, i);
+            if phase == Phase::Exploit && first_exploit.is_none() {
+                first_exploit = Some(k);
+            }
+            if phase == Phase::Reexplore {
+                reopened = Some(k);
+                break;
+            }
+            let lib = match first_exploit {
+                Some(start) => {
+                    let wobble = if (k + seed) % 2 == 0 { 1.0 } else { -1.0 };
+                    (1.0 + (k - start) as f64 + wobble).max(0.0)
+                }
+                None => 1.0,
+            };
+            sel.observe(&Measurement::new(t, lib));
+        }
+        let start = first_exploit.expect("exploits");
+        let reopened = reopened.expect("the imbalance alarm re-opens the search");
+        // The allowance (2.5 points) plus the threshold (8 points at the
+        // 1 % noise floor, reached in ≥ 3 clipped steps) need about ten
+        // instances of this climb (judged against the warm-up median: 17).
+        assert!(reopened - start <= 11, "seed {seed}: {}", reopened - start);
+    }
+}
