@@ -19,6 +19,7 @@
 
 pub mod concept;
 pub mod context;
+pub mod cosched;
 pub mod dls;
 pub mod error;
 pub mod expose;
