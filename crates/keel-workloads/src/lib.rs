@@ -33,6 +33,7 @@ pub mod objects;
 mod params;
 mod problem;
 pub mod steps;
+pub mod swf;
 pub mod trace;
 
 pub use error::{TraceError, WorkloadError};
