@@ -25,6 +25,7 @@
 //! assert!(metrics.lambda < 0.05);
 //! ```
 
+pub mod bsp;
 mod error;
 pub mod farm;
 pub mod generate;

@@ -1,29 +1,39 @@
-//! The cluster model's place (issue 7 leaves it for the coscheduling issue;
-//! `papers/flexible-coscheduling-fcs.txt`).
+//! The cluster model (issue 8): simulated clusters of nodes × PEs running
+//! parallel BSP jobs under the coscheduling policies of
+//! `keel_policy::cosched` (FCFS, GS, Local, SB, FCS), reproducing §3 of
+//! `papers/flexible-coscheduling-fcs.txt`.
 //!
-//! **What it will hold.** A cluster of `nodes` × `pes_per_node` processing
-//! elements running *jobs*, each a set of BSP processes (one per PE it is
-//! given) that alternate compute phases (a granularity, with variability)
-//! and communication (ring or barrier patterns); a global time-slice clock
-//! (the STORM strobe: every `time_slice` seconds each node's manager
-//! switches to the next row of the Ousterhout matrix, paying a context
-//! switch); and per-process communication counters, which is what FCS's
-//! classification (CS / F / DC) reads.
+//! - [`Cluster`]: the machine's shape, its gang clock and its
+//!   context-switch cost; [`CoschedModel`] adds the network, the nodes'
+//!   local OS scheduler and the other costs ([`params`] documents every
+//!   constant and where it comes from).
+//! - Jobs are `keel_workloads::bsp` descriptions: processes, granularity,
+//!   variability, static imbalance, pattern (ring, nearest-neighbour,
+//!   barrier), iterations, arrival.
+//! - [`simulate`] runs them under any policy, asked through its
+//!   [`CoschedPolicy`](keel_policy::cosched::CoschedPolicy) trait — the
+//!   matrix packing, each PE's slot decision, the wait mode and FCS's
+//!   Algorithm 2 are the policy crate's, never re-implemented here; how
+//!   the engine enacts them is in [`model`].
+//! - [`scenarios`] runs the paper's scenarios under several policies and
+//!   lays the results out like the paper's tables, beside the paper's own
+//!   figures.
 //!
-//! **How it plugs into the engine.** Like the farm and objects models it is
-//! an [`EventQueue`](crate::engine::EventQueue) of a few event kinds — a
-//! time-slice boundary, a process's compute phase ending (computed on a
-//! [`WorkerModel`](crate::worker::WorkerModel) per PE, so speed, noise and
-//! perturbations apply unchanged), a message arriving — and it asks the
-//! `keel_policy::cosched` policies (FCFS, GS, Local, SB, FCS, written in
-//! that issue) for the matrix and the per-slot behaviour through their
-//! traits, never re-implementing them here. Jobs will come from
-//! `keel-workloads`' BSP job descriptions.
-//!
-//! **What is here now.** Only what is real without those policies: the
-//! validated description of the machine ([`Cluster`]) and the PE ↔ node
-//! arithmetic every part of that model (and the objects model's node
-//! layout) shares.
+//! Runs are deterministic: the jobs' costs are hashed from their seeds,
+//! and the OS schedulers' tick phases, first time slices and time-slice
+//! jitter come from a
+//! [`rand_chacha::ChaCha8Rng`] seeded by [`CoschedModel::seed`].
+
+pub mod comm;
+pub mod model;
+pub mod params;
+pub mod run;
+pub mod scenarios;
+
+pub use comm::CommCounters;
+pub use model::{simulate, simulate_spec};
+pub use params::{CommClock, CoschedModel, NetModel, OsModel};
+pub use run::{ClassChange, CoschedRun, JobResult, PeUsage, ProcessResult, RunSegment};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +46,9 @@ pub struct Cluster {
     pub nodes: usize,
     /// PEs per node (≥ 1).
     pub pes_per_node: usize,
-    /// Seconds between two strobes of the global time-slice clock (> 0).
+    /// Seconds between two strobes of the global time-slice clock (> 0):
+    /// the default slot length; a gang policy's own slice (`gs:t-slice`,
+    /// FCS's T_slice) takes precedence in [`simulate`].
     pub time_slice: f64,
     /// Seconds a PE loses switching between processes at a strobe (≥ 0,
     /// less than the time slice).

@@ -1,0 +1,222 @@
+//! `keel sim cosched` end to end, on scaled-down scenarios (`--quick`):
+//! the paper's table shapes, JSON, Fig. 5's tables, findings and plots, the
+//! application mixes, an SWF replay, and bad input ending in exit code 2.
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+fn keel() -> Command {
+    Command::cargo_bin("keel").unwrap()
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = keel().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let output = keel().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    stderr
+}
+
+#[test]
+fn verify_prints_the_three_tables_under_five_schedulers() {
+    let out = stdout_of(&["sim", "cosched", "verify", "--quick", "--quiet"]);
+    for title in ["§3.2.1", "§3.2.2", "§3.2.3"] {
+        assert!(out.contains(title), "{title} missing:\n{out}");
+    }
+    for header in ["Algorithm", "Job 0", "Job 1", "Job 3", "Max", "paper Max"] {
+        assert!(out.contains(header), "{header} missing:\n{out}");
+    }
+    for row in ["FCFS", "Local", "GS", "SB", "FCS"] {
+        assert_eq!(
+            out.lines()
+                .filter(|l| {
+                    l.trim_start().starts_with(row)
+                        && !l.contains("FCS class")
+                        && !l.contains(" vs ")
+                })
+                .count(),
+            3,
+            "{row} rows:\n{out}"
+        );
+    }
+    assert!(
+        out.contains("FCS classes (held longest): job 0: DC DC F F"),
+        "{out}"
+    );
+    assert!(out.contains("pairs agree"), "{out}");
+}
+
+#[test]
+fn verify_json_has_a_row_per_policy_and_a_cell_per_job() {
+    let out = stdout_of(&[
+        "sim",
+        "cosched",
+        "verify",
+        "--quick",
+        "--json",
+        "--scenario",
+        "load-imbalanced",
+        "-p",
+        "gs",
+        "-p",
+        "fcs:cs-thresh=0.02",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1);
+    let rows = tables[0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["spec"], "fcs:cs-thresh=0.02");
+    for r in rows {
+        let ends = r["ends"].as_array().unwrap();
+        assert_eq!(ends.len(), 2);
+        let max = r["max"].as_f64().unwrap();
+        assert!(ends.iter().all(|e| e.as_f64().unwrap() <= max));
+        assert!(max > 0.0);
+    }
+    assert_eq!(v["setup"]["scale"], 0.02);
+}
+
+#[test]
+fn fig5_prints_tables_findings_and_plots() {
+    let dir = TempDir::new().unwrap();
+    let svg = dir.path().join("plots");
+    let out = stdout_of(&[
+        "sim",
+        "cosched",
+        "fig5",
+        "--quick",
+        "--quiet",
+        "--granularities",
+        "0.004,0.256",
+        "--variabilities",
+        "0,1",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.contains("nn pattern, variability ±100 %"), "{out}");
+    assert!(out.contains("barrier pattern, variability ±0 %"), "{out}");
+    assert!(out.contains("The paper's observations"), "{out}");
+    assert_eq!(out.matches("FCS converges to GS").count(), 2, "{out}");
+    for p in ["nn", "barrier"] {
+        let text = std::fs::read_to_string(svg.join(format!("fig5-{p}.svg"))).unwrap();
+        assert!(text.starts_with("<svg"), "{p}");
+        assert!(text.contains("variability"), "{p}");
+    }
+}
+
+#[test]
+fn apps_print_the_mixes_with_the_papers_max() {
+    let out = stdout_of(&[
+        "sim", "cosched", "apps", "--scale", "0.005", "--quiet", "--mix", "sweep3d",
+    ]);
+    assert!(out.contains("SWEEP3D-like"), "{out}");
+    assert!(out.contains("193.03"), "the paper's FCFS Max:\n{out}");
+    let out = stdout_of(&[
+        "sim", "cosched", "apps", "--quick", "--json", "--mix", "sage",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = v["tables"][0]["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fcfs", "gs", "sb", "fcs"]);
+}
+
+#[test]
+fn swf_logs_replay_under_every_policy() {
+    let dir = TempDir::new().unwrap();
+    let log = dir.path().join("tiny.swf");
+    std::fs::write(
+        &log,
+        "; Version: 2.2\n; MaxProcs: 8\n\
+         1 0 0 20 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+         2 5 0 10 2 -1 -1 2 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+         3 6 0 10 64 -1 -1 64 -1 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let path = log.to_str().unwrap();
+    let out = stdout_of(&[
+        "sim",
+        "cosched",
+        "swf",
+        "--file",
+        path,
+        "--nodes",
+        "2",
+        "--pes-per-node",
+        "4",
+        "--quiet",
+    ]);
+    assert!(out.contains("2 jobs replayed (1 skipped)"), "{out}");
+    for row in ["FCFS", "GS", "SB", "FCS"] {
+        assert!(out.contains(row), "{row}:\n{out}");
+    }
+    let out = stdout_of(&[
+        "sim",
+        "cosched",
+        "swf",
+        "--file",
+        path,
+        "--nodes",
+        "2",
+        "--pes-per-node",
+        "4",
+        "--json",
+        "-p",
+        "fcfs",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // FCFS: job 2 (2 PEs) fits beside job 1 (4 PEs) on 8 PEs and starts at
+    // its arrival, so the log takes job 1's 20 s.
+    let makespan = v["rows"][0]["makespan"].as_f64().unwrap();
+    assert!((makespan - 20.0).abs() < 0.5, "{makespan}");
+    let e = fails(&[
+        "sim",
+        "cosched",
+        "swf",
+        "--file",
+        path,
+        "--nodes",
+        "2",
+        "--pes-per-node",
+        "4",
+        "--reject-wide",
+    ]);
+    assert!(e.contains("64"), "{e}");
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let e = fails(&["sim", "cosched", "verify", "--quick", "-p", "lottery"]);
+    assert!(e.contains("fcfs, gs, local, sb, fcs"), "{e}");
+    let e = fails(&["sim", "cosched", "verify", "--scenario", "nope"]);
+    assert!(e.contains("fine-grained"), "{e}");
+    fails(&["sim", "cosched", "verify", "--scale", "0"]);
+    fails(&["sim", "cosched", "verify", "--quick", "--latency", "-1"]);
+    let e = fails(&["sim", "cosched", "verify", "--quick", "--comm-clock", "cpu"]);
+    assert!(e.contains("scheduled, wall"), "{e}");
+    let e = fails(&["sim", "cosched", "fig5", "--quick", "--patterns", "star"]);
+    assert!(e.contains("ring, nn, barrier"), "{e}");
+    fails(&["sim", "cosched", "fig5", "--quick", "--variabilities", "3"]);
+    fails(&["sim", "cosched", "fig5", "--quick", "--granularities", "0"]);
+    fails(&["sim", "cosched", "apps", "--mix", "lulesh"]);
+    let e = fails(&["sim", "cosched", "swf", "--file", "/nonexistent/log.swf"]);
+    assert!(e.contains("log.swf"), "{e}");
+    fails(&[
+        "sim",
+        "cosched",
+        "swf",
+        "--file",
+        "x.swf",
+        "--granularity",
+        "0",
+    ]);
+}
