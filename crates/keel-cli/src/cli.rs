@@ -27,6 +27,9 @@ pub enum Command {
     /// The discrete-event simulator: calibrate, validate, and run loops,
     /// farms and objects at scales this machine cannot reach.
     Sim(crate::sim::SimArgs),
+    /// The real gang scheduler on this machine: run the FCS paper's
+    /// verification scenarios under fcfs, local, gs, sb and fcs.
+    Cosched(crate::cosched::CoschedArgs),
 }
 
 /// `keel map`.

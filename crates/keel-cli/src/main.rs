@@ -11,6 +11,7 @@ mod bench_auto;
 mod bench_farm;
 mod bench_objects;
 mod cli;
+mod cosched;
 mod demo;
 mod error;
 mod map;
@@ -68,5 +69,6 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
             BenchCommand::Objects(args) => bench_objects::run_objects(&args, out),
         },
         Command::Sim(args) => sim::run(&args, out),
+        Command::Cosched(args) => cosched::run(&args, out),
     }
 }

@@ -1,0 +1,795 @@
+//! The node manager (NM): one per node, owning the node's PEs and the job
+//! processes placed on them (paper §2.2 and §2.5; Algorithm 1 is the
+//! policy's, this module enacts it).
+//!
+//! It starts processes (page created first, own process group, pinned to
+//! the PE's CPU, in its own freezer cgroup, guarded by a [`Guardian`]) and
+//! at every heartbeat, at the switch time the heartbeat carries:
+//!
+//! 1. under a classifying policy (FCS), for each PE reads the counters of
+//!    the process whose assigned slot just ended, builds its `CommStats`
+//!    since its baseline (T_cpu = CPU − spin), calls `finish_slot`
+//!    (Algorithm 2) and re-baselines on a class change or reset;
+//! 2. asks the policy for each PE's [`PeDecision`] and enacts it: suspend
+//!    what may not run, set the boost (nice) and the wait mode in each
+//!    runnable process's page, then resume what may run.
+//!
+//! Every process's enacted state is cached, so an unchanged decision costs
+//! no system call (Algorithm 1's "`current == next` → return").
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+use keel_policy::cosched::{
+    CommStats, CoschedPolicy, JobId, PeDecision, PeSlot, ProcRef, ProcessClass, ProcessSched,
+    Reclass, WaitMode,
+};
+
+use crate::bsp::{RANK_ENV, RENDEZVOUS_ENV, SIZE_ENV};
+use crate::guardian::Guardian;
+use crate::shm::{Counters, Page, PageWaitMode, PAGE_ENV};
+use crate::suspend::{ProcCgroup, Suspender};
+use crate::sys::{self, CpuSet, Pid};
+
+/// Environment variable with the job's id.
+pub const JOB_ENV: &str = "KEEL_COSCHED_JOB";
+/// Bytes of a failed process's stderr kept for its job's report.
+pub const STDERR_TAIL_BYTES: u64 = 600;
+
+/// A multi-context-switch: the machine manager's heartbeat for one node.
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    /// Slot number since the start of the run.
+    pub slot: u64,
+    /// The matrix row that becomes active.
+    pub row: usize,
+    /// When to switch (all nodes switch at this instant).
+    pub switch_at: Instant,
+    /// The row's cell for each of the node's PEs, in the node's PE order:
+    /// (job, rank) or empty.
+    pub cells: Vec<Option<(JobId, usize)>>,
+}
+
+/// Who a job's processes run as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Owner {
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+
+/// Start one process of a job on one of the node's PEs.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The job.
+    pub job: JobId,
+    /// The rank.
+    pub rank: usize,
+    /// The job's number of ranks.
+    pub size: usize,
+    /// The node-local PE index.
+    pub pe: usize,
+    /// Program and arguments.
+    pub command: Vec<OsString>,
+    /// Run as.
+    pub owner: Owner,
+    /// The job's rendezvous directory.
+    pub rendezvous: PathBuf,
+    /// The page to create.
+    pub page: PathBuf,
+    /// Where the process's stderr goes.
+    pub stderr: PathBuf,
+}
+
+/// Messages to a node manager.
+#[derive(Debug)]
+pub enum NodeMsg {
+    /// Start a process.
+    Launch(Box<Launch>),
+    /// Switch slots at the given time.
+    Heartbeat(Heartbeat),
+    /// Resume and kill the job's processes on this node.
+    KillJob(JobId),
+    /// A process exited (from its waiter thread).
+    Exited {
+        /// Job.
+        job: JobId,
+        /// Rank.
+        rank: usize,
+        /// When the exit was seen.
+        at: Instant,
+    },
+    /// Kill everything and stop.
+    Shutdown,
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitKind {
+    /// Exited with this status.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitKind {
+    /// Exit status 0.
+    pub fn success(self) -> bool {
+        self == ExitKind::Code(0)
+    }
+}
+
+impl std::fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitKind::Code(c) => write!(f, "exit status {c}"),
+            ExitKind::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// What a node manager tells the machine manager.
+#[derive(Debug)]
+pub enum NodeEvent {
+    /// A process started.
+    Started {
+        /// Job.
+        job: JobId,
+        /// Rank.
+        rank: usize,
+        /// Its pid.
+        pid: Pid,
+    },
+    /// A process could not be started.
+    StartFailed {
+        /// Job.
+        job: JobId,
+        /// Rank.
+        rank: usize,
+        /// Why.
+        error: String,
+    },
+    /// A process ended and was cleaned up.
+    Exited {
+        /// Job.
+        job: JobId,
+        /// Rank.
+        rank: usize,
+        /// How.
+        status: ExitKind,
+        /// When.
+        at: Instant,
+        /// The end of its stderr when it failed.
+        stderr_tail: Option<String>,
+    },
+    /// FCS changed a process's class.
+    Classified {
+        /// Job.
+        job: JobId,
+        /// Rank.
+        rank: usize,
+        /// Old class.
+        from: ProcessClass,
+        /// New class.
+        to: ProcessClass,
+        /// Slot at whose start it happened.
+        slot: u64,
+        /// The statistics that decided it: (avg T_cpu, avg T_comm) in s.
+        stats: (f64, f64),
+    },
+    /// Something the operator should know once (e.g. a refused boost).
+    Notice(String),
+}
+
+/// The node manager's settings.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// Node number.
+    pub id: usize,
+    /// The CPU of each of the node's PEs.
+    pub cpus: Vec<usize>,
+    /// Nice value of a boosted (F) process; others run at 0.
+    pub boost_nice: i32,
+    /// Give job processes `PR_SET_PDEATHSIG = SIGKILL`.
+    pub pdeathsig: bool,
+    /// Try `SCHED_FIFO` for the manager thread.
+    pub realtime: bool,
+}
+
+/// One job process as its node manager keeps it.
+struct Proc {
+    job: JobId,
+    rank: usize,
+    pe: usize,
+    pid: Pid,
+    child: Child,
+    page: Page,
+    cgroup: Option<ProcCgroup>,
+    guardian: Option<Guardian>,
+    stderr: PathBuf,
+    suspended: bool,
+    nice: i32,
+    mode: Option<PageWaitMode>,
+    sched: ProcessSched,
+    baseline: Counters,
+    dying: bool,
+    reaped: bool,
+}
+
+impl Proc {
+    fn proc_ref(&self, classifies: bool) -> ProcRef {
+        ProcRef {
+            job: self.job,
+            rank: self.rank,
+            class: if classifies {
+                self.sched.class
+            } else {
+                ProcessClass::Cs
+            },
+        }
+    }
+
+    /// Resumes and kills the process (it is reaped by whoever handles its
+    /// exit).
+    fn kill(&mut self, suspender: &Suspender) {
+        self.dying = true;
+        let _ = suspender.resume(self.pid, self.cgroup.as_ref());
+        self.suspended = false;
+        let _ = sys::kill(self.pid, libc::SIGCONT);
+        let _ = sys::kill(self.pid, libc::SIGKILL);
+        if let Some(cg) = &self.cgroup {
+            let _ = cg.kill_all();
+        }
+    }
+
+    /// Reaps the exited process and releases what it held.
+    fn reap(&mut self) -> ExitKind {
+        let status = self.child.wait();
+        self.reaped = true;
+        if let Some(g) = self.guardian.take() {
+            g.dismiss();
+        }
+        if let Some(cg) = &self.cgroup {
+            let _ = cg.remove();
+        }
+        match status {
+            Ok(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => ExitKind::Code(c),
+                (None, Some(sig)) => ExitKind::Signal(sig),
+                (None, None) => ExitKind::Code(-1),
+            },
+            Err(_) => ExitKind::Code(-1),
+        }
+    }
+}
+
+impl Drop for Proc {
+    /// A process still alive when its manager drops it (shutdown, panic)
+    /// is resumed and killed, never left stopped.
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.suspender_free_kill();
+            let _ = self.reap();
+        }
+        let _ = std::fs::remove_file(&self.stderr);
+    }
+}
+
+impl Proc {
+    fn suspender_free_kill(&mut self) -> io::Result<()> {
+        if let Some(cg) = &self.cgroup {
+            let _ = cg.set_frozen(false);
+            let _ = cg.kill_all();
+        }
+        let _ = sys::kill(self.pid, libc::SIGCONT);
+        sys::kill(self.pid, libc::SIGKILL)
+    }
+}
+
+/// A running node manager.
+pub struct NodeManager {
+    cfg: NodeConfig,
+    policy: Arc<dyn CoschedPolicy>,
+    suspender: Arc<Suspender>,
+    procs: BTreeMap<(JobId, usize), Proc>,
+    cells: Vec<Option<(JobId, usize)>>,
+    slot: u64,
+    inbox: Sender<NodeMsg>,
+    events: Sender<(usize, NodeEvent)>,
+    boost_refused: bool,
+}
+
+impl NodeManager {
+    /// Runs a node manager on the calling thread until [`NodeMsg::Shutdown`]
+    /// or until every sender of `rx` is gone. `inbox` is a sender to `rx`
+    /// (given to the processes' waiter threads).
+    pub fn run(
+        cfg: NodeConfig,
+        policy: Arc<dyn CoschedPolicy>,
+        suspender: Arc<Suspender>,
+        rx: Receiver<NodeMsg>,
+        inbox: Sender<NodeMsg>,
+        events: Sender<(usize, NodeEvent)>,
+    ) {
+        sys::set_timer_slack(1_000);
+        if cfg.realtime {
+            if let Err(e) = sys::set_realtime(crate::machine::MANAGER_RT_PRIORITY) {
+                let _ = events.send((
+                    cfg.id,
+                    NodeEvent::Notice(format!(
+                        "node {}: cannot use SCHED_FIFO for the node manager ({e}); slot switches may lag",
+                        cfg.id
+                    )),
+                ));
+            }
+        }
+        let pes = cfg.cpus.len();
+        let mut nm = NodeManager {
+            cfg,
+            policy,
+            suspender,
+            procs: BTreeMap::new(),
+            cells: vec![None; pes],
+            slot: 0,
+            inbox,
+            events,
+            boost_refused: false,
+        };
+        nm.serve(rx);
+        nm.shutdown();
+    }
+
+    fn serve(&mut self, rx: Receiver<NodeMsg>) {
+        let mut pending: Option<Heartbeat> = None;
+        loop {
+            let msg = match &pending {
+                Some(hb) => {
+                    let wait = hb.switch_at.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return,
+                },
+            };
+            match msg {
+                None => {
+                    if let Some(hb) = pending.take() {
+                        self.switch(hb);
+                    }
+                }
+                Some(NodeMsg::Heartbeat(hb)) => {
+                    // A newer heartbeat supersedes an unapplied one only
+                    // after the older one's switch has happened.
+                    if let Some(old) = pending.take() {
+                        self.switch(old);
+                    }
+                    if hb.switch_at <= Instant::now() {
+                        self.switch(hb);
+                    } else {
+                        pending = Some(hb);
+                    }
+                }
+                Some(NodeMsg::Launch(l)) => self.launch(*l),
+                Some(NodeMsg::KillJob(job)) => {
+                    for p in self.procs.values_mut().filter(|p| p.job == job) {
+                        p.kill(&self.suspender);
+                    }
+                }
+                Some(NodeMsg::Exited { job, rank, at }) => self.exited(job, rank, at),
+                Some(NodeMsg::Shutdown) => return,
+            }
+        }
+    }
+
+    fn notice(&self, text: String) {
+        let _ = self.events.send((self.cfg.id, NodeEvent::Notice(text)));
+    }
+
+    fn event(&self, e: NodeEvent) {
+        let _ = self.events.send((self.cfg.id, e));
+    }
+
+    /// A multi-context-switch.
+    fn switch(&mut self, hb: Heartbeat) {
+        if self.policy.classifies() {
+            self.classify_ending_slot();
+        }
+        self.slot = hb.slot;
+        self.cells = hb.cells;
+        for pe in 0..self.cfg.cpus.len() {
+            self.enact(pe);
+        }
+    }
+
+    /// Algorithm 2 for every process whose assigned slot ends now.
+    fn classify_ending_slot(&mut self) {
+        let Some(params) = self.policy.fcs_params().copied() else {
+            return;
+        };
+        let mut changes = Vec::new();
+        for cell in self.cells.iter().flatten() {
+            let Some(p) = self.procs.get_mut(cell) else {
+                continue;
+            };
+            if p.dying {
+                continue;
+            }
+            // A torn read (the process is stopped mid-update) skips this
+            // slot for it: no data is better than mixed data.
+            let Ok(now) = p.page.counters() else {
+                continue;
+            };
+            let d = now.since(&p.baseline);
+            let Ok(stats) = CommStats::new(
+                d.compute_ns() as f64 * 1e-9,
+                d.comm_wait_ns as f64 * 1e-9,
+                d.comm_count,
+            ) else {
+                continue;
+            };
+            let r = p.sched.finish_slot(&stats, &params);
+            if r.resets_stats() {
+                p.baseline = now;
+            }
+            if let Reclass::Changed { from, to } = r {
+                changes.push(NodeEvent::Classified {
+                    job: p.job,
+                    rank: p.rank,
+                    from,
+                    to,
+                    slot: self.slot,
+                    stats: (stats.avg_cpu(), stats.avg_comm()),
+                });
+            }
+        }
+        for c in changes {
+            self.event(c);
+        }
+    }
+
+    /// Asks the policy about local PE `pe` and enacts the decision.
+    fn enact(&mut self, pe: usize) {
+        let classifies = self.policy.classifies();
+        let live = |p: &&Proc| p.pe == pe && !p.dying;
+        let assigned = self.cells[pe]
+            .and_then(|key| self.procs.get(&key))
+            .filter(|p| live(p))
+            .map(|p| p.proc_ref(classifies));
+        let resident: Vec<ProcRef> = self
+            .procs
+            .values()
+            .filter(live)
+            .map(|p| p.proc_ref(classifies))
+            .collect();
+        let slot = PeSlot { assigned, resident };
+        let decision = self.policy.decide(&slot);
+        self.apply(&slot, &decision);
+    }
+
+    fn apply(&mut self, slot: &PeSlot, d: &PeDecision) {
+        let runs = |r: &ProcRef| {
+            d.runnable
+                .iter()
+                .any(|q| q.job == r.job && q.rank == r.rank)
+        };
+        let mode = page_mode(d.wait);
+        let mut refused: Option<io::Error> = None;
+        // Suspend first, so that a PE never holds both the outgoing and the
+        // incoming process runnable at once.
+        for r in slot.resident.iter().filter(|r| !runs(r)) {
+            if let Some(p) = self.procs.get_mut(&(r.job, r.rank)) {
+                if !p.suspended {
+                    match self.suspender.suspend(p.pid, p.cgroup.as_ref()) {
+                        Ok(()) => p.suspended = true,
+                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                        Err(e) => {
+                            let text =
+                                format!("node {}: cannot suspend pid {}: {e}", self.cfg.id, p.pid);
+                            self.notice(text);
+                        }
+                    }
+                }
+            }
+        }
+        for r in &slot.resident {
+            let Some(p) = self.procs.get_mut(&(r.job, r.rank)) else {
+                continue;
+            };
+            let boosted = d
+                .boosted
+                .is_some_and(|b| b.job == r.job && b.rank == r.rank);
+            let want = if boosted && !self.boost_refused {
+                self.cfg.boost_nice
+            } else {
+                0
+            };
+            if p.nice != want {
+                match sys::set_process_nice(p.pid, want) {
+                    Ok(()) => p.nice = want,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => {
+                        refused = Some(e);
+                    }
+                    Err(_) => {}
+                }
+            }
+            if runs(r) {
+                if p.mode != Some(mode) {
+                    p.page.set_wait_mode(mode);
+                    p.mode = Some(mode);
+                }
+                if p.suspended {
+                    match self.suspender.resume(p.pid, p.cgroup.as_ref()) {
+                        Ok(()) => p.suspended = false,
+                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => p.suspended = false,
+                        Err(e) => {
+                            let text =
+                                format!("node {}: cannot resume pid {}: {e}", self.cfg.id, p.pid);
+                            self.notice(text);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(e) = refused {
+            if !self.boost_refused {
+                self.boost_refused = true;
+                self.notice(format!(
+                    "node {}: cannot raise F processes' priority to nice {} ({e}; needs CAP_SYS_NICE): F processes run unboosted",
+                    self.cfg.id, self.cfg.boost_nice
+                ));
+            }
+        }
+    }
+
+    fn launch(&mut self, l: Launch) {
+        let (job, rank) = (l.job, l.rank);
+        match self.start(l) {
+            Ok(pid) => {
+                self.event(NodeEvent::Started { job, rank, pid });
+                let pe = self.procs[&(job, rank)].pe;
+                self.enact(pe);
+            }
+            Err(error) => self.event(NodeEvent::StartFailed { job, rank, error }),
+        }
+    }
+
+    fn start(&mut self, l: Launch) -> Result<Pid, String> {
+        let Some(&cpu) = self.cfg.cpus.get(l.pe) else {
+            return Err(format!("node {} has no PE {}", self.cfg.id, l.pe));
+        };
+        let cpuset = CpuSet::of(&[cpu]).ok_or(format!("CPU {cpu} is out of range"))?;
+        let me = Owner {
+            uid: sys::geteuid(),
+            gid: sys::getgid(),
+        };
+        let foreign = l.owner.uid != me.uid;
+        let page = Page::create(&l.page, foreign.then_some((l.owner.uid, l.owner.gid)))
+            .map_err(|e| e.to_string())?;
+        let cgroup = self
+            .suspender
+            .prepare(l.job, l.rank)
+            .map_err(|e| format!("cannot create the process's cgroup: {e}"))?;
+        let stderr = File::create(&l.stderr)
+            .map_err(|e| format!("cannot create {}: {e}", l.stderr.display()))?;
+        if foreign {
+            let _ = sys::fchown(&stderr, l.owner.uid, l.owner.gid);
+        }
+        let (program, args) = l.command.split_first().ok_or("empty command")?;
+        // The node-local process group of the job: the first live rank's.
+        let pgid = self
+            .procs
+            .values()
+            .find(|p| p.job == l.job && !p.dying)
+            .map_or(0, |p| p.pid);
+        let parent = sys::getpid();
+        let owner = l.owner;
+        let pdeathsig = self.cfg.pdeathsig;
+        let enter = cgroup.as_ref().map(|c| c.procs.clone());
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env(PAGE_ENV, &l.page)
+            .env(RANK_ENV, l.rank.to_string())
+            .env(SIZE_ENV, l.size.to_string())
+            .env(RENDEZVOUS_ENV, &l.rendezvous)
+            .env(JOB_ENV, l.job.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only makes async-signal-safe system calls on values moved into
+        // it (integers, a CpuSet, a CString); it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Join the job's group on this node, or found it.
+                if libc::setpgid(0, pgid) != 0 && libc::setpgid(0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                cpuset.apply(0)?;
+                if pdeathsig {
+                    libc::prctl(
+                        libc::PR_SET_PDEATHSIG,
+                        libc::SIGKILL as libc::c_ulong,
+                        0,
+                        0,
+                        0,
+                    );
+                    // The manager may have died before the prctl.
+                    if libc::getppid() != parent {
+                        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                    }
+                }
+                if let Some(procs) = &enter {
+                    crate::suspend::write_raw(procs, b"0")?;
+                }
+                if owner.uid != libc::geteuid()
+                    && (libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(owner.gid) != 0
+                        || libc::setuid(owner.uid) != 0)
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+        let pid = child.id() as Pid;
+        page.set_pid(pid as u32);
+        // What a dead manager would leave of this process: its page, its
+        // stderr file and rendezvous socket, then (once empty) the job's
+        // and the run's directories.
+        let socket = l.rendezvous.join(format!("r{}.sock", l.rank));
+        let run_dir = l.rendezvous.parent().unwrap_or(&l.rendezvous);
+        let guardian = Guardian::spawn(
+            pid,
+            cgroup.as_ref(),
+            &[&l.page, &l.stderr, &socket],
+            &[&l.rendezvous, run_dir],
+        );
+        let tx = self.inbox.clone();
+        let (job, rank) = (l.job, l.rank);
+        let waiter = std::thread::Builder::new()
+            .name(format!("keel-wait-{pid}"))
+            .spawn(move || {
+                let _ = sys::wait_exit_nowait(pid);
+                let _ = tx.send(NodeMsg::Exited {
+                    job,
+                    rank,
+                    at: Instant::now(),
+                });
+            });
+        let mut proc = Proc {
+            job: l.job,
+            rank: l.rank,
+            pe: l.pe,
+            pid,
+            child,
+            page,
+            cgroup,
+            guardian: None,
+            stderr: l.stderr.clone(),
+            suspended: false,
+            nice: 0,
+            mode: None,
+            sched: ProcessSched::new(),
+            baseline: Counters::default(),
+            dying: false,
+            reaped: false,
+        };
+        match (guardian, waiter) {
+            (Ok(g), Ok(_)) => proc.guardian = Some(g),
+            (g, w) => {
+                // Without a guardian or a waiter the process could outlive
+                // us or never be seen to end: do not run it.
+                let why = match (g.err(), w.err()) {
+                    (Some(e), _) => format!("cannot start the guardian: {e}"),
+                    (_, Some(e)) => format!("cannot start the waiter thread: {e}"),
+                    _ => unreachable!("one of the two failed"),
+                };
+                drop(proc); // kills and reaps
+                return Err(why);
+            }
+        }
+        self.procs.insert((l.job, l.rank), proc);
+        Ok(pid)
+    }
+
+    fn exited(&mut self, job: JobId, rank: usize, at: Instant) {
+        let Some(mut p) = self.procs.remove(&(job, rank)) else {
+            return;
+        };
+        let status = p.reap();
+        let stderr_tail = (!status.success()).then(|| tail(&p.stderr)).flatten();
+        let pe = p.pe;
+        drop(p);
+        self.event(NodeEvent::Exited {
+            job,
+            rank,
+            status,
+            at,
+            stderr_tail,
+        });
+        self.enact(pe);
+    }
+
+    fn shutdown(&mut self) {
+        for p in self.procs.values_mut() {
+            p.kill(&self.suspender);
+        }
+        let keys: Vec<_> = self.procs.keys().copied().collect();
+        for (job, rank) in keys {
+            if let Some(mut p) = self.procs.remove(&(job, rank)) {
+                let status = p.reap();
+                drop(p);
+                self.event(NodeEvent::Exited {
+                    job,
+                    rank,
+                    status,
+                    at: Instant::now(),
+                    stderr_tail: None,
+                });
+            }
+        }
+    }
+}
+
+/// The page's form of a policy wait mode.
+pub fn page_mode(w: WaitMode) -> PageWaitMode {
+    match w {
+        WaitMode::Poll => PageWaitMode::Poll,
+        WaitMode::SpinBlock { spin } => PageWaitMode::SpinBlock {
+            spin_ns: (spin * 1e9).round().max(0.0) as u64,
+        },
+        WaitMode::Block => PageWaitMode::Block,
+    }
+}
+
+/// The last [`STDERR_TAIL_BYTES`] of a file, lossily decoded.
+fn tail(path: &PathBuf) -> Option<String> {
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(STDERR_TAIL_BYTES)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let s = String::from_utf8_lossy(&buf).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_modes_convert_to_page_modes() {
+        assert_eq!(page_mode(WaitMode::Poll), PageWaitMode::Poll);
+        assert_eq!(
+            page_mode(WaitMode::SpinBlock { spin: 100e-6 }),
+            PageWaitMode::SpinBlock { spin_ns: 100_000 }
+        );
+        assert_eq!(page_mode(WaitMode::Block), PageWaitMode::Block);
+    }
+
+    #[test]
+    fn exit_kinds_read_well() {
+        assert!(ExitKind::Code(0).success());
+        assert!(!ExitKind::Signal(9).success());
+        assert_eq!(ExitKind::Signal(9).to_string(), "signal 9");
+    }
+}

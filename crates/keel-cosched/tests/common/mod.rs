@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests: process clean-up guards and
+//! `/proc` probes.
+
+#![allow(dead_code)]
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use keel_cosched::sys::{self, Pid};
+
+/// Kills (after a `SIGCONT`) every listed process when dropped, whatever
+/// the test did, so that no test leaves a process behind, least of all a
+/// stopped one.
+#[derive(Default)]
+pub struct KillOnDrop {
+    /// Processes to kill, by pid.
+    pub pids: Vec<Pid>,
+    /// Children to kill and reap.
+    pub children: Vec<Child>,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &p in &self.pids {
+            let _ = sys::kill(p, libc::SIGCONT);
+            let _ = sys::kill(p, libc::SIGKILL);
+        }
+        for c in &mut self.children {
+            let _ = sys::kill(c.id() as Pid, libc::SIGCONT);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Polls `cond` every 2 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < timeout {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cond()
+}
+
+/// A process that is gone or a zombie (dead, waiting for its parent).
+pub fn gone(pid: Pid) -> bool {
+    matches!(sys::proc_state(pid), None | Some('Z') | Some('X'))
+}
+
+/// The process's cgroup v2 directory, if it is in one under a mount.
+pub fn cgroup2_dir(pid: Pid) -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        (post.split_whitespace().next()? == "cgroup2")
+            .then(|| pre.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    Some(std::path::Path::new(&mount).join(rel.trim_start_matches('/')))
+}
+
+/// Whether the process is suspended: stopped (`T`) or in a frozen cgroup.
+pub fn suspended(pid: Pid) -> bool {
+    if sys::proc_state(pid) == Some('T') {
+        return true;
+    }
+    cgroup2_dir(pid)
+        .and_then(|d| std::fs::read_to_string(d.join("cgroup.events")).ok())
+        .is_some_and(|e| e.lines().any(|l| l.trim() == "frozen 1"))
+}
+
+/// A job line running the BSP job for a long time.
+pub fn long_bsp(name: &str, ranks: usize, extra: &str) -> String {
+    format!("{name} {ranks} {extra} -- @bsp --iterations 1000000 --granularity-ms 5")
+}
+
+/// The BSP job binary of this crate.
+pub fn bsp_binary() -> std::ffi::OsString {
+    env!("CARGO_BIN_EXE_keel-bsp-job").into()
+}
+
+/// The manager binary of this crate.
+pub fn manager_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_keel-cosched")
+}
