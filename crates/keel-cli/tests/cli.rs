@@ -52,13 +52,14 @@ fn demo_prints_every_section_and_policy() {
         "auto",
         "farm",
         "objects",
+        "cosched",
     ] {
         assert!(
             out.contains(&format!("== {section}: ")),
             "{section} missing:\n{out}"
         );
     }
-    assert_eq!(out.matches("Look for: ").count(), 8);
+    assert_eq!(out.matches("Look for: ").count(), 9);
     for method in [
         "auto,keel",
         "auto,expert",

@@ -56,6 +56,61 @@ fn verify_prints_the_three_tables_under_five_schedulers() {
 }
 
 #[test]
+fn verify_scaled_prints_the_real_runs_table_shape() {
+    let out = stdout_of(&["sim", "cosched", "verify", "--scaled", "--quick", "--quiet"]);
+    for title in ["§3.2.1 scaled", "§3.2.2 scaled", "§3.2.3 scaled"] {
+        assert!(out.contains(title), "{title} missing:\n{out}");
+    }
+    // `keel cosched run`'s header: Algorithm, Job 0..n, Max; no paper column.
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("Algorithm") && l.contains("Job 3"))
+        .unwrap_or_else(|| panic!("no 4-job header:\n{out}"));
+    let header: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(header.join(" "), "Algorithm Job 0 Job 1 Job 2 Job 3 Max");
+    assert!(!out.contains("paper Max"), "{out}");
+    for row in ["FCFS", "LOCAL", "GS", "SB", "FCS"] {
+        let rows = out
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(row) && !l.contains("classes"))
+            .count();
+        assert_eq!(rows, 3, "{row} rows:\n{out}");
+    }
+    assert_eq!(out.matches("FCS final classes: ").count(), 3, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with('*')).count(),
+        3,
+        "one best Max per table:\n{out}"
+    );
+    assert!(out.contains("2 nodes × 1 PE"), "{out}");
+
+    let json = stdout_of(&[
+        "sim",
+        "cosched",
+        "verify",
+        "--scaled",
+        "--quick",
+        "--json",
+        "--scenario",
+        "imbalanced",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1);
+    assert_eq!(tables[0]["scenario"], "scaled-load-imbalanced");
+    let rows = tables[0]["rows"].as_array().unwrap();
+    let policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(policies, ["fcfs", "local", "gs", "sb", "fcs"]);
+    for r in rows {
+        assert_eq!(r["ends"].as_array().unwrap().len(), 2);
+    }
+    assert_eq!(v["setup"]["model"]["cluster"]["nodes"], 2);
+
+    let err = fails(&["sim", "cosched", "verify", "--scaled", "--scenario", "nope"]);
+    assert!(err.contains("scaled-fine-grained"), "{err}");
+}
+
+#[test]
 fn verify_json_has_a_row_per_policy_and_a_cell_per_job() {
     let out = stdout_of(&[
         "sim",

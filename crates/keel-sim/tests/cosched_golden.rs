@@ -52,6 +52,59 @@ fn verification_scenarios_are_the_papers() {
     }
 }
 
+/// The scaled scenarios are `keel cosched run`'s (`keel_cosched::scenario`,
+/// `ScenarioParams::full`): 2 nodes × 1 PE, 6 ms steps, 500 supersteps,
+/// ring; 2:1 / 1:2 imbalance; a 4:1 job on PEs 0–1 beside three 1-rank
+/// fillers on PE 1.
+#[test]
+fn scaled_verification_scenarios_are_the_real_runs() {
+    let block = (2, 0.006, 500, Pattern::Ring, 0.0);
+    let all = bsp::scaled_verification();
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "scaled-fine-grained",
+            "scaled-load-imbalanced",
+            "scaled-complementing"
+        ]
+    );
+    for s in &all {
+        assert_eq!((s.nodes, s.pes_per_node), (2, 1));
+        assert!(s.jobs.iter().all(|j| j.arrival == 0.0));
+    }
+
+    let s = bsp::scaled_fine_grained();
+    assert_eq!(s.jobs.len(), 2);
+    for job in &s.jobs {
+        assert_eq!(shape(job), block);
+        assert!(job.weights.is_empty() && job.pes.is_none());
+        assert!((job.dedicated_time(0.0) - 3.0).abs() < 1e-12);
+    }
+
+    let s = bsp::scaled_load_imbalanced();
+    assert_eq!(s.jobs.len(), 2);
+    assert_eq!(s.jobs[0].weights, [2.0, 1.0]);
+    assert_eq!(s.jobs[1].weights, [1.0, 2.0]);
+    for job in &s.jobs {
+        assert_eq!(shape(job), block);
+        assert!(job.pes.is_none());
+    }
+
+    let s = bsp::scaled_complementing();
+    assert_eq!(s.jobs.len(), 4);
+    assert_eq!(shape(&s.jobs[0]), block);
+    assert_eq!(s.jobs[0].weights, [4.0, 1.0]);
+    assert_eq!(s.jobs[0].pes.as_deref(), Some(&[0, 1][..]));
+    assert!((s.jobs[0].dedicated_time(0.0) - 12.0).abs() < 1e-12);
+    for job in &s.jobs[1..] {
+        assert_eq!(shape(job), (1, 0.006, 500, Pattern::Ring, 0.0));
+        assert!(job.weights.is_empty());
+        assert_eq!(job.pes.as_deref(), Some(&[1][..]));
+        assert!(!job.communicates());
+    }
+}
+
 #[test]
 fn fig5_grid_is_the_papers() {
     assert_eq!(

@@ -31,6 +31,7 @@
 //! | [`fine_grained`] | §3.2.1 | 2 nodes × 2 PEs | two building blocks |
 //! | [`load_imbalanced`] | §3.2.2, Fig. 3 | 2 × 2 | two blocks; ranks 0–1 of job 0 and ranks 2–3 of job 1 compute twice as much |
 //! | [`complementing`] | §3.2.3, Fig. 4 | 2 × 2 | a block whose ranks 0–1 compute 4×, and three 2-process blocks on PEs 2–3 |
+//! | [`scaled_verification`] | §3.2 | 2 × 1 | the three scenarios at half width, as `keel cosched run` runs them: 2-rank jobs of 500 × 6 ms |
 //! | [`fig5`] | §3.3, Fig. 5 | 32 × 2 | four identical 64-process jobs per (granularity, variability, pattern) |
 //! | [`sweep3d_mix`] | §3.4 | 32 × 2 | four SWEEP3D-like copies: 3.5 ms steps, nearest-neighbour, ≈ 48 s alone |
 //! | [`sage_mix`] | §3.4 | 32 × 2 | three SAGE-like jobs: load-imbalanced, coarser, barrier-synchronised |
@@ -626,6 +627,115 @@ pub fn complementing() -> BspScenario {
         "§3.2.3 complementing jobs (Fig. 4): ranks 0-1 of job 0 compute 20 ms; jobs 1-3 fill PEs 2-3",
         jobs,
     )
+}
+
+// ---------------------------------------------------------------------
+// §3.2 scaled to two PEs: the real runs' scenarios (`keel cosched run`).
+
+/// The scaled machine's nodes: the real scheduler's two CPUs, each a node.
+pub const SCALED_NODES: usize = 2;
+/// The scaled machine's PEs per node: one.
+pub const SCALED_PES_PER_NODE: usize = 1;
+/// The scaled jobs' width: the building block at half the paper's width.
+pub const SCALED_PROCESSES: usize = 2;
+/// The scaled base step: `keel-cosched`'s 6 ms (`ScenarioParams::full`),
+/// one step above the paper's 5 ms so that the imbalanced jobs' 12 ms and
+/// the fast ranks' 6 ms sit 20 % clear of Table 2's CS_thresh = 10 ms and
+/// F_thresh = 7.5 ms.
+pub const SCALED_GRANULARITY: f64 = 0.006;
+/// The scaled supersteps: `keel-cosched`'s 500 (a job alone: 3 s).
+pub const SCALED_ITERATIONS: u64 = 500;
+/// The scaled imbalanced jobs' weights (`--scale 2,1` and `--scale 1,2`):
+/// each PE carries one slow and one fast rank.
+pub const SCALED_IMBALANCED_WEIGHTS: [[f64; 2]; 2] = [[2.0, 1.0], [1.0, 2.0]];
+/// The scaled heavy job's weights (`--scale 4,1`), on PEs 0 and 1.
+pub const SCALED_COMPLEMENTING_WEIGHTS: [f64; 2] = [4.0, 1.0];
+/// The scaled fillers' PE: three one-rank jobs on PE 1, the light one.
+pub const SCALED_FILLER_PE: usize = 1;
+/// The scaled fillers.
+pub const SCALED_FILLERS: usize = 3;
+
+fn scaled_block(k: usize, processes: usize) -> Result<BspJob, WorkloadError> {
+    Ok(BspJob::new(
+        processes,
+        SCALED_GRANULARITY,
+        SCALED_ITERATIONS,
+        Pattern::Ring,
+    )?
+    .named(format!("job {k}"))
+    .with_seed(k as u64))
+}
+
+fn scaled_verify(name: &str, title: &str, jobs: Vec<BspJob>) -> BspScenario {
+    BspScenario {
+        name: name.into(),
+        title: title.into(),
+        nodes: SCALED_NODES,
+        pes_per_node: SCALED_PES_PER_NODE,
+        jobs,
+    }
+}
+
+/// §3.2.1 scaled to 2 nodes × 1 PE: two identical 2-rank ring jobs of
+/// 500 × 6 ms (`keel cosched run`'s `fine-grained`).
+pub fn scaled_fine_grained() -> BspScenario {
+    let jobs = (0..2)
+        .map(|k| scaled_block(k, SCALED_PROCESSES).expect("the scaled block is valid"))
+        .collect();
+    scaled_verify(
+        "scaled-fine-grained",
+        "§3.2.1 scaled to 2 × 1 PE: two 2-rank ring jobs, 6 ms, 500 iterations",
+        jobs,
+    )
+}
+
+/// §3.2.2 scaled to 2 nodes × 1 PE: rank 0 of job 0 and rank 1 of job 1
+/// compute 12 ms, the others 6 ms (`keel cosched run`'s `imbalanced`).
+pub fn scaled_load_imbalanced() -> BspScenario {
+    let jobs = (0..2)
+        .map(|k| {
+            scaled_block(k, SCALED_PROCESSES)
+                .and_then(|j| j.with_weights(SCALED_IMBALANCED_WEIGHTS[k].to_vec()))
+                .expect("the scaled imbalanced jobs are valid")
+        })
+        .collect();
+    scaled_verify(
+        "scaled-load-imbalanced",
+        "§3.2.2 scaled to 2 × 1 PE: ranks computing 2:1 and 1:2 (12 ms / 6 ms)",
+        jobs,
+    )
+}
+
+/// §3.2.3 scaled to 2 nodes × 1 PE: a 2-rank job on PEs 0 and 1 whose
+/// rank 0 computes 4×, and three 1-rank fillers pinned to PE 1
+/// (`keel cosched run`'s `complementing`; at one rank the fillers do not
+/// communicate).
+pub fn scaled_complementing() -> BspScenario {
+    let mut jobs = vec![scaled_block(0, SCALED_PROCESSES)
+        .and_then(|j| j.with_weights(SCALED_COMPLEMENTING_WEIGHTS.to_vec()))
+        .and_then(|j| j.on_pes(vec![0, 1]))
+        .expect("the scaled heavy job is valid")];
+    for k in 1..=SCALED_FILLERS {
+        jobs.push(
+            scaled_block(k, 1)
+                .and_then(|j| j.on_pes(vec![SCALED_FILLER_PE]))
+                .expect("the scaled fillers are valid"),
+        );
+    }
+    scaled_verify(
+        "scaled-complementing",
+        "§3.2.3 scaled to 2 × 1 PE: a 2-rank job (4:1) and three 1-rank fillers on PE 1",
+        jobs,
+    )
+}
+
+/// The three scaled verification scenarios, in the paper's order.
+pub fn scaled_verification() -> Vec<BspScenario> {
+    vec![
+        scaled_fine_grained(),
+        scaled_load_imbalanced(),
+        scaled_complementing(),
+    ]
 }
 
 // ---------------------------------------------------------------------

@@ -5,6 +5,7 @@
 //! NAME...` runs a subset. Every number printed is computed on the spot.
 
 mod auto;
+mod cosched;
 mod farm;
 mod loops;
 mod mapping;
@@ -35,6 +36,7 @@ pub fn sections() -> Vec<Section> {
     all.extend(auto::sections());
     all.extend(farm::sections());
     all.extend(objects::sections());
+    all.extend(cosched::sections());
     all
 }
 

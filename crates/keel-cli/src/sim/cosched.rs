@@ -6,6 +6,7 @@
 //! | subcommand | paper | what it prints |
 //! |---|---|---|
 //! | `verify` | §3.2 | the three verification tables (fine-grained, load-imbalanced, complementing jobs) under fcfs, local, gs, sb, fcs: each job's termination time and the Max, the paper's Max beside it, FCS's gap to the best, the order against the paper's, FCS's classes |
+//! | `verify --scaled` | §3.2 at half width | the same three scenarios as `keel cosched run` runs them for real (2 nodes × 1 PE, 2-rank jobs of 500 × 6 ms, 25 ms slice), in that command's table shape, so the two can be compared |
 //! | `fig5` | §3.3, Fig. 5 | the parameter space: granularity 4 ms – 1.024 s × variability 0 – 100 % × nearest-neighbour / barrier under gs, fcfs, fcs, sb, as tables of normalised turnaround (1 = the jobs' CPU work perfectly packed), the paper's five observations checked, and SVG plots with `--svg DIR` |
 //! | `apps` | §3.4 | the SWEEP3D-like and SAGE-like mixes under fcfs, gs, sb, fcs, with the paper's tables |
 //! | `swf` | — | a Standard Workload Format log replayed for a throughput study: each job arrives at its submit time with its processors, its run time becoming iterations of `--granularity` seconds |
@@ -19,6 +20,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use keel_cosched::scenario::{self as real, ScenarioParams};
 use keel_sim::cluster::scenarios::{
     self, fig5_findings, fig5_sweep, run_table, Fig5Point, Finding, ScenarioTable, APP_POLICIES,
     FCS_GOAL, VERIFY_POLICIES,
@@ -175,6 +177,14 @@ pub struct VerifyArgs {
     /// `complementing`.
     #[arg(long, default_value = "all")]
     pub scenario: String,
+
+    /// Run the scenarios scaled to two PEs exactly as `keel cosched run`
+    /// runs them for real (2 nodes × 1 PE, 2-rank jobs, 6 ms steps, 500
+    /// supersteps, 25 ms slice) and print that command's table shape.
+    /// `--scenario` then takes `fine-grained`, `imbalanced` or
+    /// `complementing` (or the `scaled-` names).
+    #[arg(long)]
+    pub scaled: bool,
 }
 
 /// `keel sim cosched fig5`.
@@ -337,11 +347,15 @@ fn pick(name: &str, all: Vec<BspScenario>, flag: &str) -> Result<Vec<BspScenario
     Ok(chosen)
 }
 
+/// How a table is printed as text.
+type TableWriter = fn(&mut dyn Write, &ScenarioTable) -> Result<(), CliError>;
+
 fn tables(
     scenarios: Vec<BspScenario>,
     defaults: &[&str],
     common: &Common,
     what: &str,
+    write: TableWriter,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let scale = common.scale()?;
@@ -380,23 +394,152 @@ fn tables(
     write_setup(out, &report.setup)?;
     for t in &report.tables {
         writeln!(out)?;
-        write_table(out, t)?;
+        write(out, t)?;
     }
     Ok(())
 }
 
 fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
+    if a.scaled {
+        return verify_scaled(a, common, out);
+    }
     let chosen = pick(
         &a.scenario,
         scenarios::verification_scenarios(),
         "--scenario",
     )?;
-    tables(chosen, &VERIFY_POLICIES, common, "sim cosched verify", out)
+    tables(
+        chosen,
+        &VERIFY_POLICIES,
+        common,
+        "sim cosched verify",
+        write_table,
+        out,
+    )
+}
+
+/// The real runs' policy specs: `keel cosched run`'s five schedulers with
+/// its time slice.
+fn scaled_policies() -> Vec<String> {
+    let slice = ScenarioParams::full().time_slice;
+    real::POLICIES
+        .iter()
+        .map(|p| real::policy_spec(p, slice))
+        .collect()
+}
+
+/// `verify --scaled`: the real runs' scenarios in the model.
+fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
+    let name = match a.scenario.as_str() {
+        "all" => "all".to_string(),
+        "imbalanced" | "load-imbalanced" => "scaled-load-imbalanced".to_string(),
+        n if n.starts_with("scaled-") => n.to_string(),
+        n => format!("scaled-{n}"),
+    };
+    let chosen = pick(&name, bsp::scaled_verification(), "--scenario")?;
+    let defaults = scaled_policies();
+    let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+    tables(
+        chosen,
+        &defaults,
+        common,
+        "sim cosched verify --scaled",
+        write_real_table,
+        out,
+    )?;
+    if !common.json {
+        let p = ScenarioParams::full();
+        writeln!(
+            out,
+            "Simulated scaled §3.2 on 2 nodes × 1 PE: base step {} ms, {} supersteps, ring, slice {} ms; \
+             times are each job's termination (s since the workload started); * = best Max. \
+             Compare with `keel cosched run`.",
+            p.granularity_ms,
+            p.iterations,
+            p.time_slice * 1e3
+        )?;
+    }
+    Ok(())
+}
+
+/// The real scenario a scaled simulated one stands for.
+fn real_scenario(name: &str) -> real::Scenario {
+    match name.trim_start_matches("scaled-") {
+        "fine-grained" => real::Scenario::FineGrained,
+        "complementing" => real::Scenario::Complementing,
+        _ => real::Scenario::Imbalanced,
+    }
+}
+
+/// A simulated table in `keel cosched run`'s form (FCS's classes are the
+/// ones each rank held longest).
+fn as_real_table(t: &ScenarioTable) -> real::Table {
+    real::Table {
+        scenario: real_scenario(&t.scenario),
+        title: t.title.clone(),
+        job_names: t.jobs.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| real::Row {
+                policy: r.policy.clone(),
+                jobs: r.ends.iter().map(|&e| Some(e)).collect(),
+                max: Some(r.max),
+                classes: r
+                    .classes
+                    .iter()
+                    .map(|c| c.iter().map(|x| x.to_string()).collect())
+                    .collect(),
+                notes: Vec::new(),
+                runs: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+fn write_real_table(out: &mut dyn Write, t: &ScenarioTable) -> Result<(), CliError> {
+    write!(out, "{}", real::format_table(&as_real_table(t)))?;
+    Ok(())
+}
+
+/// The policies of the demo's coscheduling section.
+const DEMO_POLICIES: [&str; 3] = ["gs", "sb", "fcs"];
+
+/// `keel demo cosched`: the scaled load-imbalanced scenario (the one
+/// `keel cosched run` runs for real) simulated under GS, SB and FCS.
+pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
+    let scenario = bsp::scaled_load_imbalanced();
+    // The seed `keel sim cosched verify --scaled` uses by default, so the
+    // demo's numbers are that table's.
+    let model = CoschedModel::new(scenario.nodes, scenario.pes_per_node)
+        .map_err(sim_error)?
+        .with_seed(1);
+    let slice = ScenarioParams::full().time_slice;
+    let specs: Vec<String> = DEMO_POLICIES
+        .iter()
+        .map(|p| real::policy_spec(p, slice))
+        .collect();
+    let table = run_table(&scenario, &model, &specs, &mut || {}).map_err(sim_error)?;
+    write_real_table(out, &table)?;
+    writeln!(
+        out,
+        "Perfect packing: {:.2} s (500 × 18 ms of compute per PE); each job alone: {:.2} s.",
+        scenarios::ideal_time(&scenario.jobs, scenario.pes()),
+        scenario.jobs[0].dedicated_time(0.0)
+    )?;
+    Ok(())
 }
 
 fn apps(a: &AppsArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
     let chosen = pick(&a.mix, scenarios::application_scenarios(), "--mix")?;
-    tables(chosen, &APP_POLICIES, common, "sim cosched apps", out)
+    tables(
+        chosen,
+        &APP_POLICIES,
+        common,
+        "sim cosched apps",
+        write_table,
+        out,
+    )
 }
 
 fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
