@@ -241,8 +241,7 @@ impl KeelSel {
         if window.is_empty() {
             return NOISE_FLOOR;
         }
-        let inflation = 1.0 + MAD_RELATIVE_SD / (window.len() as f64).sqrt();
-        (MAD_TO_SIGMA * median_in_place(window) * inflation).max(NOISE_FLOOR)
+        robust_sigma(window).max(NOISE_FLOOR)
     }
 
     fn start_exploration(&mut self) {
@@ -488,6 +487,15 @@ impl Select for KeelSel {
     }
 }
 
+/// 1.4826 × the median of `abs_deviations` (reordered), raised by one
+/// standard error of that estimate (`× (1 + 1.17/√m)` for `m` values), so a
+/// short window cannot under-estimate the noise and make a detector
+/// trigger-happy. Both of `auto,keel`'s noise scales are this.
+fn robust_sigma(abs_deviations: &mut [f64]) -> f64 {
+    let inflation = 1.0 + MAD_RELATIVE_SD / (abs_deviations.len() as f64).sqrt();
+    MAD_TO_SIGMA * median_in_place(abs_deviations) * inflation
+}
+
 /// A robust noise scale of a short series that may drift: the MAD of its
 /// successive differences (1.4826 × median |dᵢ − median d|) ÷ √2 (a
 /// difference of two independent samples has √2 times their deviation),
@@ -504,9 +512,7 @@ fn difference_noise(series: &[f64; WARMUP as usize]) -> f64 {
     for d in diffs.iter_mut() {
         *d = (*d - centre).abs();
     }
-    let inflation = 1.0 + MAD_RELATIVE_SD / (diffs.len() as f64).sqrt();
-    (MAD_TO_SIGMA * median_in_place(&mut diffs) * inflation / std::f64::consts::SQRT_2)
-        .max(NOISE_FLOOR)
+    (robust_sigma(&mut diffs) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
 }
 
 #[cfg(test)]
