@@ -105,9 +105,50 @@ fn verify_scaled_prints_the_real_runs_table_shape() {
         assert_eq!(r["ends"].as_array().unwrap().len(), 2);
     }
     assert_eq!(v["setup"]["model"]["cluster"]["nodes"], 2);
+    // The scaled scenarios stand for the real runs, so their kernel is
+    // this machine's, not the paper's.
+    assert_eq!(v["setup"]["model"]["os"]["kernel"], "host");
+    assert_eq!(v["setup"]["model"]["os"]["quantum"], 0.004);
 
     let err = fails(&["sim", "cosched", "verify", "--scaled", "--scenario", "nope"]);
     assert!(err.contains("scaled-fine-grained"), "{err}");
+}
+
+#[test]
+fn the_kernel_is_the_papers_unless_told_and_a_bad_name_is_refused() {
+    let paper = stdout_of(&["sim", "cosched", "verify", "--quick", "--quiet"]);
+    assert!(
+        paper.contains("kernel linux-2.4: OS time slice 39.55 ms"),
+        "{paper}"
+    );
+    let host = stdout_of(&[
+        "sim",
+        "cosched",
+        "verify",
+        "--quick",
+        "--quiet",
+        "--scenario",
+        "fine-grained",
+        "--os",
+        "host",
+    ]);
+    assert!(
+        host.contains("kernel host: OS time slice 4.00 ms"),
+        "{host}"
+    );
+    let scaled = stdout_of(&[
+        "sim",
+        "cosched",
+        "verify",
+        "--scaled",
+        "--quick",
+        "--quiet",
+        "--os",
+        "linux-2.4",
+    ]);
+    assert!(scaled.contains("kernel linux-2.4"), "{scaled}");
+    let err = fails(&["sim", "cosched", "verify", "--quick", "--os", "linux-2.6"]);
+    assert!(err.contains("linux-2.4") && err.contains("host"), "{err}");
 }
 
 #[test]

@@ -25,7 +25,7 @@ use keel_sim::cluster::scenarios::{
     self, fig5_findings, fig5_sweep, run_table, Fig5Point, Finding, ScenarioTable, APP_POLICIES,
     FCS_GOAL, VERIFY_POLICIES,
 };
-use keel_sim::cluster::{simulate_spec, CommClock, CoschedModel};
+use keel_sim::cluster::{simulate_spec, CommClock, CoschedModel, OsModel};
 use keel_sim::SimError;
 use keel_workloads::bsp::{self, BspJob, BspScenario, Pattern};
 use keel_workloads::swf::{self, WideJobs};
@@ -111,10 +111,21 @@ pub struct Common {
     #[arg(long, global = true)]
     pub context_switch: Option<f64>,
 
-    /// The local OS scheduler's time slice, seconds (default: Linux 2.4's
-    /// 81 ticks at HZ = 2048, 39.6 ms).
+    /// The nodes' kernel: `linux-2.4` (the paper's: 39.6 ms time slice,
+    /// tick 488 µs) or `host` (the kernel the real runs used here: Linux
+    /// 6.18 at HZ = 250, one-tick turns of 4 ms). Default: `host` for
+    /// `verify --scaled` (it stands for the real runs), `linux-2.4`
+    /// elsewhere.
+    #[arg(long, global = true)]
+    pub os: Option<String>,
+
+    /// The local OS scheduler's time slice, seconds (overrides `--os`).
     #[arg(long, global = true)]
     pub os_quantum: Option<f64>,
+
+    /// The local OS scheduler's tick, seconds (overrides `--os`).
+    #[arg(long, global = true)]
+    pub os_tick: Option<f64>,
 
     /// Wake-up cost of a blocked process, seconds (default: 10 µs).
     #[arg(long, global = true)]
@@ -132,12 +143,19 @@ impl Common {
         Ok(scale)
     }
 
-    /// The model for a `nodes` × `pes_per_node` machine with every
-    /// override applied, validated.
-    fn model(&self, nodes: usize, pes_per_node: usize) -> Result<CoschedModel, CliError> {
+    /// The model for a `nodes` × `pes_per_node` machine on the kernel
+    /// `--os` names (else `default_os`), with every override applied,
+    /// validated.
+    fn model(
+        &self,
+        nodes: usize,
+        pes_per_node: usize,
+        default_os: &str,
+    ) -> Result<CoschedModel, CliError> {
         let mut m = CoschedModel::new(nodes, pes_per_node)
             .map_err(sim_error)?
             .with_seed(self.seed);
+        m.os = OsModel::named(self.os.as_deref().unwrap_or(default_os)).map_err(sim_error)?;
         m.comm_clock = CommClock::parse(&self.comm_clock).map_err(sim_error)?;
         if let Some(v) = self.latency {
             m.net.latency = v;
@@ -147,6 +165,9 @@ impl Common {
         }
         if let Some(v) = self.os_quantum {
             m.os.quantum = v;
+        }
+        if let Some(v) = self.os_tick {
+            m.os.tick = v;
         }
         if let Some(v) = self.wakeup {
             m.os.wakeup = v;
@@ -353,6 +374,7 @@ type TableWriter = fn(&mut dyn Write, &ScenarioTable) -> Result<(), CliError>;
 fn tables(
     scenarios: Vec<BspScenario>,
     defaults: &[&str],
+    default_os: &str,
     common: &Common,
     what: &str,
     write: TableWriter,
@@ -360,7 +382,7 @@ fn tables(
 ) -> Result<(), CliError> {
     let scale = common.scale()?;
     let specs = common.specs(defaults)?;
-    common.model(1, 1)?;
+    common.model(1, 1, default_os)?;
     let scenarios = scenarios
         .into_iter()
         .map(|s| scaled(s, scale))
@@ -369,7 +391,7 @@ fn tables(
     let mut done = Vec::new();
     let mut model = None;
     for s in &scenarios {
-        let m = common.model(s.nodes, s.pes_per_node)?;
+        let m = common.model(s.nodes, s.pes_per_node, default_os)?;
         let table = run_table(s, &m, &specs, &mut || bar.inc(1));
         done.push(table.map_err(sim_error)?);
         model.get_or_insert(m);
@@ -411,12 +433,19 @@ fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), Cl
     tables(
         chosen,
         &VERIFY_POLICIES,
+        PAPER_OS,
         common,
         "sim cosched verify",
         write_table,
         out,
     )
 }
+
+/// The kernel of the paper's scenarios: the paper's Linux 2.4.
+const PAPER_OS: &str = "linux-2.4";
+
+/// The kernel of the scaled scenarios: the one the real runs used here.
+const HOST_OS: &str = "host";
 
 /// The real runs' policy specs: `keel cosched run`'s five schedulers with
 /// its time slice.
@@ -442,6 +471,7 @@ fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result
     tables(
         chosen,
         &defaults,
+        HOST_OS,
         common,
         "sim cosched verify --scaled",
         write_real_table,
@@ -511,9 +541,10 @@ pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
     let scenario = bsp::scaled_load_imbalanced();
     // The seed `keel sim cosched verify --scaled` uses by default, so the
     // demo's numbers are that table's.
-    let model = CoschedModel::new(scenario.nodes, scenario.pes_per_node)
+    let mut model = CoschedModel::new(scenario.nodes, scenario.pes_per_node)
         .map_err(sim_error)?
         .with_seed(1);
+    model.os = OsModel::host();
     let slice = ScenarioParams::full().time_slice;
     let specs: Vec<String> = DEMO_POLICIES
         .iter()
@@ -535,6 +566,7 @@ fn apps(a: &AppsArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
     tables(
         chosen,
         &APP_POLICIES,
+        PAPER_OS,
         common,
         "sim cosched apps",
         write_table,
@@ -546,9 +578,10 @@ fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
     let m = &s.model;
     writeln!(
         out,
-        "keel sim cosched: latency {}, context switch {}, OS time slice {} (±{:.0} %), tick {}, wake-up {}, monitoring {} per call, T_comm clock {}; seed {}, iterations × {}",
+        "keel sim cosched: latency {}, context switch {}, kernel {}: OS time slice {} (±{:.0} %), tick {}, wake-up {}, monitoring {} per call, T_comm clock {}; seed {}, iterations × {}",
         report::duration(m.net.latency),
         report::duration(m.cluster.context_switch),
+        m.os.kernel,
         report::duration(m.os.quantum),
         m.os.quantum_jitter * 100.0,
         report::duration(m.os.tick),
@@ -747,7 +780,7 @@ fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
     for &v in &a.variabilities {
         bsp::fig5(0.004, v, Pattern::Barrier)?;
     }
-    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE)?;
+    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE, PAPER_OS)?;
     let total = patterns.len() * a.granularities.len() * a.variabilities.len() * specs.len();
     let bar = super::progress(total as u64, "sim cosched fig5", common.quiet);
     let points = fig5_sweep(
@@ -945,7 +978,7 @@ fn swf_run(a: &SwfArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliE
     let scale = common.scale()?;
     let specs = common.specs(&APP_POLICIES)?;
     let pattern = Pattern::parse(&a.pattern)?;
-    let model = common.model(a.nodes, a.pes_per_node)?;
+    let model = common.model(a.nodes, a.pes_per_node, PAPER_OS)?;
     let log = swf::read_swf(&a.file).map_err(|e| CliError::Usage(e.to_string()))?;
     let wide = if a.reject_wide {
         WideJobs::Reject

@@ -43,6 +43,10 @@ pub const OS_QUANTUM_JITTER: f64 = 0.1;
 /// phase).
 pub const OS_TICK: f64 = 1.0 / 2048.0;
 
+/// The tick of the kernel `keel cosched run` ran its scaled scenarios on
+/// (Linux 6.18, `CONFIG_HZ=250`).
+pub const HOST_TICK: f64 = 1.0 / 250.0;
+
 /// Extra seconds a process woken from a blocking wait pays when it is next
 /// dispatched (the NIC interrupt and the wake-up path), on top of the
 /// context switch.
@@ -122,6 +126,8 @@ impl Default for NetModel {
 /// scheduler; see `keel_sim::cluster::model`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct OsModel {
+    /// Which kernel these constants stand for ([`OsModel::NAMES`]).
+    pub kernel: &'static str,
     /// Time slice given at each recalculation, seconds (> 0).
     pub quantum: f64,
     /// Relative jitter of each time slice, in `[0, 1)`.
@@ -132,9 +138,51 @@ pub struct OsModel {
     pub wakeup: f64,
 }
 
+impl OsModel {
+    /// The kernels a model can stand for: the paper's (the default) and the
+    /// one this project's real runs used.
+    pub const NAMES: [&'static str; 2] = ["linux-2.4", "host"];
+
+    /// The paper's Linux 2.4 at HZ = 2048 (the default).
+    pub fn linux_2_4() -> Self {
+        OsModel::default()
+    }
+
+    /// The kernel `keel cosched run` ran on here: Linux 6.18, whose EEVDF
+    /// scheduler gives a CPU-bound task a 1.5 ms base slice on 2 CPUs
+    /// (0.75 ms × (1 + log₂ 2)) but only checks it, and a woken task's
+    /// claim to preempt (`RUN_TO_PARITY`), at a tick: 4 ms at HZ = 250. So
+    /// processes sharing a PE take turns of one tick, and a woken process
+    /// gets the CPU at the next tick. This is the model of the scaled
+    /// scenarios, to be compared with the real runs; the paper's scenarios
+    /// keep the paper's kernel.
+    pub fn host() -> Self {
+        OsModel {
+            kernel: "host",
+            quantum: HOST_TICK,
+            tick: HOST_TICK,
+            ..OsModel::default()
+        }
+    }
+
+    /// The model named `name` (one of [`OsModel::NAMES`]).
+    pub fn named(name: &str) -> Result<Self, SimError> {
+        match name.trim() {
+            "linux-2.4" => Ok(OsModel::linux_2_4()),
+            "host" => Ok(OsModel::host()),
+            other => Err(SimError::invalid(
+                "OS model",
+                other,
+                "one of linux-2.4 (the paper's kernel), host (the real runs' kernel)",
+            )),
+        }
+    }
+}
+
 impl Default for OsModel {
     fn default() -> Self {
         OsModel {
+            kernel: "linux-2.4",
             quantum: OS_QUANTUM,
             quantum_jitter: OS_QUANTUM_JITTER,
             tick: OS_TICK,
@@ -291,5 +339,19 @@ mod tests {
         bad.monitor_cost = f64::NAN;
         assert!(bad.validate().is_err());
         assert!(CoschedModel::new(0, 2).is_err());
+    }
+
+    #[test]
+    fn os_models_by_name() {
+        assert_eq!(OsModel::named("linux-2.4").unwrap(), OsModel::default());
+        let host = OsModel::named(" host ").unwrap();
+        assert_eq!(host.kernel, "host");
+        assert_eq!(host.quantum, 0.004);
+        assert_eq!(host.tick, 0.004);
+        for name in OsModel::NAMES {
+            assert_eq!(OsModel::named(name).unwrap().kernel, name);
+        }
+        let err = OsModel::named("linux-2.6").unwrap_err().to_string();
+        assert!(err.contains("linux-2.4") && err.contains("host"), "{err}");
     }
 }
