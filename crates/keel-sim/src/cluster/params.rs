@@ -148,14 +148,15 @@ impl OsModel {
         OsModel::default()
     }
 
-    /// The kernel `keel cosched run` ran on here: Linux 6.18, whose EEVDF
-    /// scheduler gives a CPU-bound task a 1.5 ms base slice on 2 CPUs
-    /// (0.75 ms × (1 + log₂ 2)) but only checks it, and a woken task's
-    /// claim to preempt (`RUN_TO_PARITY`), at a tick: 4 ms at HZ = 250. So
-    /// processes sharing a PE take turns of one tick, and a woken process
-    /// gets the CPU at the next tick. This is the model of the scaled
-    /// scenarios, to be compared with the real runs; the paper's scenarios
-    /// keep the paper's kernel.
+    /// The kernel `keel cosched run` ran on here, approximated: Linux 6.18,
+    /// whose EEVDF scheduler gives a CPU-bound task a 1.5 ms base slice on
+    /// 2 CPUs (0.75 ms × (1 + log₂ 2)) but notices its end at a tick (4 ms
+    /// at HZ = 250), and lets a woken task preempt only once the running
+    /// one's slice is spent (`RUN_TO_PARITY`). Modelled as turns of one
+    /// tick and wake-up preemption at the next tick — coarser than the
+    /// kernel when a wake-up finds the slice already spent. This is the
+    /// model of the scaled scenarios, to be compared with the real runs;
+    /// the paper's scenarios keep the paper's kernel.
     pub fn host() -> Self {
         OsModel {
             kernel: "host",
