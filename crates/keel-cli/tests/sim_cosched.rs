@@ -316,3 +316,74 @@ fn bad_input_is_an_error_not_a_panic() {
         "0",
     ]);
 }
+
+#[test]
+fn verify_scaled_against_real_runs_counts_pairs_ordered_alike() {
+    let dir = TempDir::new().unwrap();
+    // Real runs where GS beat everything by far and SB came last: the
+    // simulation orders it the other way, and the runs are apart.
+    let real = serde_json::json!({
+        "tables": [{
+            "scenario": "imbalanced",
+            "rows": [
+                {"policy": "gs", "max": 1.0, "runs": [{"makespan": 0.9}, {"makespan": 1.0}, {"makespan": 1.1}]},
+                {"policy": "sb", "max": 5.0, "runs": [{"makespan": 4.9}, {"makespan": 5.0}]},
+                {"policy": "fcs", "max": 4.0, "runs": [{"makespan": 3.0}, {"makespan": 5.5}]},
+                {"policy": "local", "max": null, "runs": []}
+            ]
+        }]
+    });
+    let file = dir.path().join("real.json");
+    std::fs::write(&file, real.to_string()).unwrap();
+    let path = file.to_str().unwrap();
+    let args = [
+        "sim",
+        "cosched",
+        "verify",
+        "--scaled",
+        "--scale",
+        "0.2",
+        "--quiet",
+        "--scenario",
+        "imbalanced",
+        "--against",
+        path,
+    ];
+    let out = stdout_of(&args);
+    assert!(
+        out.contains("scaled-load-imbalanced: simulated against the real runs"),
+        "{out}"
+    );
+    // fcfs has no real row and local no Max: three schedulers, three pairs.
+    // Apart: gs–sb and gs–fcs; fcs's runs overlap sb's. SB beats GS in
+    // the model of this scenario by a quarter.
+    assert!(
+        out.contains("/3; of the 2 pairs whose real runs do not overlap:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("GS vs SB: ordered differently (the real runs are apart)"),
+        "{out}"
+    );
+
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&json_args)).unwrap();
+    let against = &v["against"][0];
+    assert_eq!(against["pairs"], 3);
+    assert_eq!(against["separated_pairs"], 2);
+    assert_eq!(against["rows"].as_array().unwrap().len(), 3);
+
+    std::fs::write(&file, "{ not json").unwrap();
+    let err = fails(&args);
+    assert!(err.contains("not JSON"), "{err}");
+    std::fs::write(
+        &file,
+        r#"{"tables": [{"scenario": "fine-grained", "rows": []}]}"#,
+    )
+    .unwrap();
+    let err = fails(&args);
+    assert!(err.contains("no `imbalanced` scenario"), "{err}");
+    let err = fails(&["sim", "cosched", "verify", "--against", path]);
+    assert!(err.contains("--scaled"), "{err}");
+}

@@ -206,6 +206,12 @@ pub struct VerifyArgs {
     /// `complementing` (or the `scaled-` names).
     #[arg(long)]
     pub scaled: bool,
+
+    /// With `--scaled`: compare with the real runs in this JSON file
+    /// (`keel cosched run --json-file`): each scheduler's Max beside the
+    /// real one, and whether the two order every pair of schedulers alike.
+    #[arg(long, value_name = "FILE", requires = "scaled")]
+    pub against: Option<PathBuf>,
 }
 
 /// `keel sim cosched fig5`.
@@ -379,7 +385,29 @@ fn tables(
     what: &str,
     write: TableWriter,
     out: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<TablesReport, CliError> {
+    let report = compute_tables(scenarios, defaults, default_os, common, what)?;
+    if common.json {
+        serde_json::to_writer(&mut *out, &report)?;
+        writeln!(out)?;
+        return Ok(report);
+    }
+    write_setup(out, &report.setup)?;
+    for t in &report.tables {
+        writeln!(out)?;
+        write(out, t)?;
+    }
+    Ok(report)
+}
+
+/// Simulates every scenario under every policy.
+fn compute_tables(
+    scenarios: Vec<BspScenario>,
+    defaults: &[&str],
+    default_os: &str,
+    common: &Common,
+    what: &str,
+) -> Result<TablesReport, CliError> {
     let scale = common.scale()?;
     let specs = common.specs(defaults)?;
     common.model(1, 1, default_os)?;
@@ -400,25 +428,14 @@ fn tables(
     let Some(model) = model else {
         return Err(CliError::Usage("no scenario to run".into()));
     };
-    let report = TablesReport {
+    Ok(TablesReport {
         setup: Setup {
             seed: common.seed,
             scale,
             model,
         },
         tables: done,
-    };
-    if common.json {
-        serde_json::to_writer(&mut *out, &report)?;
-        writeln!(out)?;
-        return Ok(());
-    }
-    write_setup(out, &report.setup)?;
-    for t in &report.tables {
-        writeln!(out)?;
-        write(out, t)?;
-    }
-    Ok(())
+    })
 }
 
 fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
@@ -439,6 +456,7 @@ fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), Cl
         write_table,
         out,
     )
+    .map(|_| ())
 }
 
 /// The kernel of the paper's scenarios: the paper's Linux 2.4.
@@ -468,12 +486,38 @@ fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result
     let chosen = pick(&name, bsp::scaled_verification(), "--scenario")?;
     let defaults = scaled_policies();
     let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+    let what = "sim cosched verify --scaled";
+    if let Some(file) = &a.against {
+        // Read the real runs first: a bad file fails before minutes of
+        // simulation.
+        let real_runs = read_real_runs(file)?;
+        let report = compute_tables(chosen, &defaults, HOST_OS, common, what)?;
+        let against = report
+            .tables
+            .iter()
+            .map(|t| compare_with_real(t, &real_runs))
+            .collect::<Result<Vec<_>, _>>()?;
+        if common.json {
+            serde_json::to_writer(
+                &mut *out,
+                &serde_json::json!({ "simulated": report, "against": against }),
+            )?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        write_setup(out, &report.setup)?;
+        for c in &against {
+            writeln!(out)?;
+            write_against(out, c, file)?;
+        }
+        return Ok(());
+    }
     tables(
         chosen,
         &defaults,
         HOST_OS,
         common,
-        "sim cosched verify --scaled",
+        what,
         write_real_table,
         out,
     )?;
@@ -487,6 +531,189 @@ fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result
             p.granularity_ms,
             p.iterations,
             p.time_slice * 1e3
+        )?;
+    }
+    Ok(())
+}
+
+/// One scheduler of a scaled scenario, simulated and run for real.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgainstRow {
+    /// The scheduler.
+    pub policy: String,
+    /// The real Max (the median run's), seconds.
+    pub real_max: f64,
+    /// Every real run's makespan, seconds.
+    pub real_runs: Vec<f64>,
+    /// The simulated Max, seconds.
+    pub simulated_max: f64,
+    /// (simulated − real) / real · 100.
+    pub error_percent: f64,
+}
+
+/// A scaled scenario's simulation against its real runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgainstTable {
+    /// The simulated scenario's name.
+    pub scenario: String,
+    /// One row per scheduler both ran.
+    pub rows: Vec<AgainstRow>,
+    /// Pairs of schedulers.
+    pub pairs: usize,
+    /// Pairs the simulation orders as the real runs do.
+    pub pairs_alike: usize,
+    /// Pairs whose real runs do not overlap (every run of one scheduler
+    /// ended before every run of the other): the orderings noise cannot
+    /// explain.
+    pub separated_pairs: usize,
+    /// Of those, the pairs ordered alike.
+    pub separated_alike: usize,
+    /// The pairs ordered differently, `(a, b, separated)`.
+    pub disagreements: Vec<(String, String, bool)>,
+}
+
+/// Per real scenario name, each scheduler's Max and run makespans.
+type RealRuns = Vec<(String, Vec<(String, f64, Vec<f64>)>)>;
+
+/// Reads a `keel cosched run --json-file` document.
+fn read_real_runs(file: &Path) -> Result<RealRuns, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--against {}: {why}", file.display()));
+    let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "not JSON ({e}); expected `keel cosched run --json-file` output"
+        ))
+    })?;
+    let tables = doc["tables"].as_array().ok_or_else(|| {
+        bad("no `tables` array; expected `keel cosched run --json-file` output".into())
+    })?;
+    let mut out = Vec::new();
+    for t in tables {
+        let scenario = t["scenario"]
+            .as_str()
+            .ok_or_else(|| bad("a table without a `scenario` name".into()))?;
+        let mut rows = Vec::new();
+        for r in t["rows"].as_array().into_iter().flatten() {
+            let policy = r["policy"]
+                .as_str()
+                .ok_or_else(|| bad(format!("{scenario}: a row without a `policy`")))?;
+            // A scheduler whose runs did not all complete has no Max.
+            let Some(max) = r["max"].as_f64() else {
+                continue;
+            };
+            let runs = r["runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|run| run["makespan"].as_f64())
+                .collect();
+            rows.push((policy.to_string(), max, runs));
+        }
+        out.push((scenario.to_string(), rows));
+    }
+    Ok(out)
+}
+
+/// The simulated table `t` against its real runs.
+fn compare_with_real(t: &ScenarioTable, real_runs: &RealRuns) -> Result<AgainstTable, CliError> {
+    let name = real_scenario(&t.scenario).name();
+    let (_, real_rows) = real_runs.iter().find(|(s, _)| s == name).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--against: the real runs have no `{name}` scenario (run `keel cosched run` with it)"
+        ))
+    })?;
+    let rows: Vec<AgainstRow> = t
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let (_, real_max, runs) = real_rows.iter().find(|(p, _, _)| *p == r.policy)?;
+            Some(AgainstRow {
+                policy: r.policy.clone(),
+                real_max: *real_max,
+                real_runs: runs.clone(),
+                simulated_max: r.max,
+                error_percent: (r.max - real_max) / real_max * 100.0,
+            })
+        })
+        .collect();
+    let range = |r: &AgainstRow| {
+        let lo = r.real_runs.iter().copied().fold(r.real_max, f64::min);
+        let hi = r.real_runs.iter().copied().fold(r.real_max, f64::max);
+        (lo, hi)
+    };
+    let mut against = AgainstTable {
+        scenario: t.scenario.clone(),
+        rows: Vec::new(),
+        pairs: 0,
+        pairs_alike: 0,
+        separated_pairs: 0,
+        separated_alike: 0,
+        disagreements: Vec::new(),
+    };
+    for (i, a) in rows.iter().enumerate() {
+        for b in &rows[i + 1..] {
+            let alike = (a.real_max < b.real_max) == (a.simulated_max < b.simulated_max);
+            let (a_lo, a_hi) = range(a);
+            let (b_lo, b_hi) = range(b);
+            let separated = a_hi < b_lo || b_hi < a_lo;
+            against.pairs += 1;
+            against.pairs_alike += usize::from(alike);
+            against.separated_pairs += usize::from(separated);
+            against.separated_alike += usize::from(separated && alike);
+            if !alike {
+                against
+                    .disagreements
+                    .push((a.policy.clone(), b.policy.clone(), separated));
+            }
+        }
+    }
+    against.rows = rows;
+    Ok(against)
+}
+
+fn write_against(out: &mut dyn Write, c: &AgainstTable, file: &Path) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "{}: simulated against the real runs in {}",
+        c.scenario,
+        file.display()
+    )?;
+    let mut rows = vec![[
+        "Algorithm".to_string(),
+        "real Max".into(),
+        "real runs".into(),
+        "simulated".into(),
+        "error %".into(),
+    ]];
+    for r in &c.rows {
+        let runs: Vec<String> = r.real_runs.iter().map(|m| format!("{m:.3}")).collect();
+        rows.push([
+            r.policy.to_uppercase(),
+            format!("{:.3}", r.real_max),
+            runs.join(" "),
+            format!("{:.3}", r.simulated_max),
+            format!("{:+.1}", r.error_percent),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "  {line}")?;
+    }
+    writeln!(
+        out,
+        "  pairs ordered alike: {}/{}; of the {} pairs whose real runs do not overlap: {}/{}",
+        c.pairs_alike, c.pairs, c.separated_pairs, c.separated_alike, c.separated_pairs
+    )?;
+    for (a, b, separated) in &c.disagreements {
+        writeln!(
+            out,
+            "    {} vs {}: ordered differently ({})",
+            a.to_uppercase(),
+            b.to_uppercase(),
+            if *separated {
+                "the real runs are apart"
+            } else {
+                "within the real runs' spread"
+            }
         )?;
     }
     Ok(())
@@ -572,6 +799,7 @@ fn apps(a: &AppsArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
         write_table,
         out,
     )
+    .map(|_| ())
 }
 
 fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
