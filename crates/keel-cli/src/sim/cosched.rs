@@ -150,12 +150,15 @@ impl Common {
         &self,
         nodes: usize,
         pes_per_node: usize,
-        default_os: &str,
+        default_os: OsModel,
     ) -> Result<CoschedModel, CliError> {
         let mut m = CoschedModel::new(nodes, pes_per_node)
             .map_err(sim_error)?
             .with_seed(self.seed);
-        m.os = OsModel::named(self.os.as_deref().unwrap_or(default_os)).map_err(sim_error)?;
+        m.os = match &self.os {
+            Some(name) => OsModel::named(name).map_err(sim_error)?,
+            None => default_os,
+        };
         m.comm_clock = CommClock::parse(&self.comm_clock).map_err(sim_error)?;
         if let Some(v) = self.latency {
             m.net.latency = v;
@@ -380,31 +383,31 @@ type TableWriter = fn(&mut dyn Write, &ScenarioTable) -> Result<(), CliError>;
 fn tables(
     scenarios: Vec<BspScenario>,
     defaults: &[&str],
-    default_os: &str,
+    default_os: OsModel,
     common: &Common,
     what: &str,
     write: TableWriter,
     out: &mut dyn Write,
-) -> Result<TablesReport, CliError> {
+) -> Result<(), CliError> {
     let report = compute_tables(scenarios, defaults, default_os, common, what)?;
     if common.json {
         serde_json::to_writer(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(report);
+        return Ok(());
     }
     write_setup(out, &report.setup)?;
     for t in &report.tables {
         writeln!(out)?;
         write(out, t)?;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// Simulates every scenario under every policy.
 fn compute_tables(
     scenarios: Vec<BspScenario>,
     defaults: &[&str],
-    default_os: &str,
+    default_os: OsModel,
     common: &Common,
     what: &str,
 ) -> Result<TablesReport, CliError> {
@@ -450,20 +453,13 @@ fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), Cl
     tables(
         chosen,
         &VERIFY_POLICIES,
-        PAPER_OS,
+        OsModel::linux_2_4(),
         common,
         "sim cosched verify",
         write_table,
         out,
     )
-    .map(|_| ())
 }
-
-/// The kernel of the paper's scenarios: the paper's Linux 2.4.
-const PAPER_OS: &str = "linux-2.4";
-
-/// The kernel of the scaled scenarios: the one the real runs used here.
-const HOST_OS: &str = "host";
 
 /// The real runs' policy specs: `keel cosched run`'s five schedulers with
 /// its time slice.
@@ -491,7 +487,7 @@ fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result
         // Read the real runs first: a bad file fails before minutes of
         // simulation.
         let real_runs = read_real_runs(file)?;
-        let report = compute_tables(chosen, &defaults, HOST_OS, common, what)?;
+        let report = compute_tables(chosen, &defaults, OsModel::host(), common, what)?;
         let against = report
             .tables
             .iter()
@@ -515,7 +511,7 @@ fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result
     tables(
         chosen,
         &defaults,
-        HOST_OS,
+        OsModel::host(),
         common,
         what,
         write_real_table,
@@ -793,13 +789,12 @@ fn apps(a: &AppsArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
     tables(
         chosen,
         &APP_POLICIES,
-        PAPER_OS,
+        OsModel::linux_2_4(),
         common,
         "sim cosched apps",
         write_table,
         out,
     )
-    .map(|_| ())
 }
 
 fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
@@ -1008,7 +1003,7 @@ fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
     for &v in &a.variabilities {
         bsp::fig5(0.004, v, Pattern::Barrier)?;
     }
-    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE, PAPER_OS)?;
+    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE, OsModel::linux_2_4())?;
     let total = patterns.len() * a.granularities.len() * a.variabilities.len() * specs.len();
     let bar = super::progress(total as u64, "sim cosched fig5", common.quiet);
     let points = fig5_sweep(
@@ -1206,7 +1201,7 @@ fn swf_run(a: &SwfArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliE
     let scale = common.scale()?;
     let specs = common.specs(&APP_POLICIES)?;
     let pattern = Pattern::parse(&a.pattern)?;
-    let model = common.model(a.nodes, a.pes_per_node, PAPER_OS)?;
+    let model = common.model(a.nodes, a.pes_per_node, OsModel::linux_2_4())?;
     let log = swf::read_swf(&a.file).map_err(|e| CliError::Usage(e.to_string()))?;
     let wide = if a.reject_wide {
         WideJobs::Reject
