@@ -52,6 +52,25 @@ impl ExposeState {
         }
     }
 
+    /// How many more of the `hidden` chunks the owner still holds to
+    /// expose now, part-way through a task, with `idle` workers idle out of
+    /// `workers`: the idle workers' share `⌈hidden·i/(1+i)⌉`, or 0 when the
+    /// policy has no idle term, `late` is off, or nobody is idle.
+    ///
+    /// The decision at the start of a task sees the idle count of that
+    /// moment only; a worker that runs dry just after would find nothing
+    /// to take while the owner works through a long private part — on two
+    /// workers that wait is the whole tail of a step. The context asks
+    /// between the owner's chunks, and only once thieves have emptied its
+    /// deque (anything still there is theirs to take first).
+    pub fn late(&self, policy: &Expose, hidden: usize, idle: usize, workers: usize) -> usize {
+        if !(policy.late && policy.scheme.has_idle_term()) {
+            return 0;
+        }
+        let others = workers.saturating_sub(1);
+        chunks_for_helpers(hidden, idle.min(others) as f64)
+    }
+
     /// Records a finished potential task: `stolen` chunks ran on thieves,
     /// `local` on the owner. The ratio is `stolen / local` (all stolen
     /// counts as `stolen / 1`).
@@ -132,6 +151,24 @@ mod tests {
             0,
             "alone: nobody to steal"
         );
+    }
+
+    #[test]
+    fn late_exposure_gives_idle_workers_their_share_of_what_is_left() {
+        let p = policy("history-idle:history=2,initial=0");
+        let s = ExposeState::new(&p);
+        assert_eq!(s.late(&p, 6, 0, 2), 0, "nobody idle");
+        assert_eq!(s.late(&p, 6, 1, 2), 3);
+        assert_eq!(s.late(&p, 1, 1, 2), 1, "a last chunk goes to the idle one");
+        assert_eq!(s.late(&p, 0, 1, 2), 0);
+        assert_eq!(s.late(&p, 8, 3, 4), 6);
+        assert_eq!(s.late(&p, 8, 9, 4), 6, "at most the other workers help");
+        let off = policy("history-idle:late=off");
+        assert_eq!(ExposeState::new(&off).late(&off, 6, 1, 2), 0);
+        let hist = policy("history");
+        assert_eq!(ExposeState::new(&hist).late(&hist, 6, 1, 2), 0);
+        let idle = policy("idle");
+        assert_eq!(ExposeState::new(&idle).late(&idle, 4, 1, 2), 2);
     }
 
     #[test]

@@ -82,6 +82,11 @@ impl Scheme {
             Scheme::HistoryIdle => "history-idle",
         }
     }
+
+    /// Whether the idle-worker counter is one of its terms.
+    pub fn has_idle_term(self) -> bool {
+        matches!(self, Scheme::Idle | Scheme::HistoryIdle)
+    }
 }
 
 /// An exposure policy: a scheme and its history parameters.
@@ -93,6 +98,10 @@ pub struct Expose {
     pub history: usize,
     /// Helpers the history starts from (≥ 0).
     pub initial: f64,
+    /// Whether the idle term is also consulted while the owner runs its
+    /// own chunks, not only when the task starts (see
+    /// [`ExposeState::late`]). Only the schemes with an idle term have it.
+    pub late: bool,
 }
 
 impl Default for Expose {
@@ -101,13 +110,15 @@ impl Default for Expose {
             scheme: Scheme::HistoryIdle,
             history: DEFAULT_HISTORY,
             initial: DEFAULT_INITIAL,
+            late: true,
         }
     }
 }
 
 impl Expose {
     /// Parses `none | all | idle | history | history-idle`, the last three
-    /// with `[:history=N,initial=R]`. Typed errors list the valid names.
+    /// with `[:history=N,initial=R]`, and the two with an idle term also with
+    /// `late=on|off` (default on). Typed errors list the valid names.
     pub fn parse(spec: &str) -> Result<Self, PolicyError> {
         Self::from_spec(&Spec::parse(spec)?)
     }
@@ -130,7 +141,8 @@ impl Expose {
         };
         let keys: &[&str] = match scheme {
             Scheme::None | Scheme::All => &[],
-            _ => &["history", "initial"],
+            Scheme::History => &["history", "initial"],
+            Scheme::Idle | Scheme::HistoryIdle => &["history", "initial", "late"],
         };
         spec.check_keys(keys)?;
         let d = Expose::default();
@@ -138,22 +150,28 @@ impl Expose {
             scheme,
             history: spec.count_at_least("history", 1)?.unwrap_or(d.history),
             initial: spec.number_at_least("initial", 0.0)?.unwrap_or(d.initial),
+            late: scheme.has_idle_term()
+                && spec.choice("late", &["on", "off"])?.unwrap_or("on") == "on",
         })
     }
 
     /// The canonical spec string.
     pub fn spec(&self) -> String {
-        match self.scheme {
-            Scheme::None | Scheme::All => self.scheme.name().to_string(),
-            s if self.history == DEFAULT_HISTORY && self.initial == DEFAULT_INITIAL => {
-                s.name().to_string()
-            }
-            s => format!(
-                "{}:history={},initial={}",
-                s.name(),
-                self.history,
-                self.initial
-            ),
+        let mut params = Vec::new();
+        if matches!(self.scheme, Scheme::None | Scheme::All) {
+            return self.scheme.name().to_string();
+        }
+        if self.history != DEFAULT_HISTORY || self.initial != DEFAULT_INITIAL {
+            params.push(format!("history={}", self.history));
+            params.push(format!("initial={}", self.initial));
+        }
+        if self.scheme.has_idle_term() && !self.late {
+            params.push("late=off".to_string());
+        }
+        if params.is_empty() {
+            self.scheme.name().to_string()
+        } else {
+            format!("{}:{}", self.scheme.name(), params.join(","))
         }
     }
 
@@ -191,6 +209,19 @@ mod tests {
         assert_eq!((p.history, p.initial), (4, 0.5));
         assert_eq!(p.spec(), "history-idle:history=4,initial=0.5");
         assert_eq!(Expose::parse(&p.spec()).unwrap(), p);
+        let p = Expose::parse("idle:late=off").unwrap();
+        assert!(!p.late);
+        assert_eq!(p.spec(), "idle:late=off");
+        assert_eq!(Expose::parse(&p.spec()).unwrap(), p);
+        assert!(Expose::parse("history-idle:late=on").unwrap().late);
+        assert!(matches!(
+            Expose::parse("history:late=on"),
+            Err(PolicyError::UnknownParameter { .. })
+        ));
+        assert!(matches!(
+            Expose::parse("idle:late=sometimes"),
+            Err(PolicyError::InvalidParameter { .. })
+        ));
         assert!(!Expose::parse("none").unwrap().steals());
     }
 

@@ -4,9 +4,12 @@
 //! The user creates many objects — far more than PUs — each owning its
 //! state and a [`Object::step`]. Keel maps them to PUs (the pool's
 //! participants, one thread each) with a registry mapping policy, runs each
-//! PU's objects in id order every step with a barrier between steps, and
-//! keeps the *load database*: each object's measured time and each PU's
-//! background time since the last remap. Every `period` steps, or when
+//! PU's objects every step with a barrier between steps (in id order; with
+//! stealing, lightest first by their last step, so that the divisible heavy
+//! work comes when other PUs are idle), and keeps the *load database*: each
+//! object's measured work (its time on its PU, plus what thieves spent on
+//! its chunks, less its wait for them) and each PU's background time since
+//! the last remap. Every `period` steps, or when
 //! asked, it remaps through a [`ContextHandler`](keel_policy::ContextHandler)
 //! that offers only those measurements (plus migratability, availability
 //! and the current mapping), moves the objects — their state moves with
@@ -160,8 +163,10 @@ impl StepContext<'_> {
 struct Entry<T> {
     id: usize,
     object: T,
-    /// Measured seconds in `step` since the last remap.
+    /// Measured work seconds in `step` since the last remap.
     load: f64,
+    /// Measured work seconds of its latest step: the key of the run order.
+    last: f64,
 }
 
 /// One PU's objects and what its participant measured in the last step.
@@ -307,6 +312,7 @@ impl ObjectsBuilder {
                 id,
                 object,
                 load: 0.0,
+                last: 0.0,
             });
         }
         Ok(Objects {
@@ -439,7 +445,8 @@ impl<'p, T: Object> Objects<'p, T> {
         &self.pu_background
     }
 
-    /// Calls `f(id, pu, object)` for every object, in id order per PU.
+    /// Calls `f(id, pu, object)` for every object, per PU in the order
+    /// the PU runs them (id order, or lightest first with stealing).
     pub fn visit(&mut self, mut f: impl FnMut(usize, usize, &T)) {
         for (pu, state) in self.pus.iter_mut().enumerate() {
             for e in &state.get_mut().unwrap_or_else(|e| e.into_inner()).entries {
@@ -546,13 +553,31 @@ impl<'p, T: Object> Objects<'p, T> {
                         pu,
                         worker: &worker,
                     };
+                    let before = worker.counters();
                     let t0 = Instant::now();
                     e.object.step(&ctx);
                     let dt = t0.elapsed().as_secs_f64();
-                    e.load += dt;
                     objects_s += dt;
+                    // The object's work wherever it ran: its wall time here
+                    // less the wait for its thieves (helping others meanwhile
+                    // is theirs), plus what the thieves spent on its chunks.
+                    // Without this, stealing hides a hot object's load from
+                    // the next remap.
+                    let w = worker.counters().since(&before);
+                    let work = (dt - w.waited_s).max(0.0) + w.lent_s;
+                    e.load += work;
+                    e.last = work;
                 }
             }));
+            // With stealing, the next step runs this PU's objects lightest
+            // first: an object's potential task can be shared only while
+            // another PU is idle, which happens at the end of a step, so
+            // the divisible heavy work belongs there rather than a tail of
+            // light serial steps nobody can help with. Stable, so ties keep
+            // their order; measured times only.
+            if steals {
+                state.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
+            }
             state.objects_s = objects_s;
             state.finish_s = started.elapsed().as_secs_f64();
             drop(state);

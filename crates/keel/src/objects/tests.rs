@@ -145,7 +145,9 @@ fn a_measured_remap_moves_load_off_the_hot_pu() {
     assert!(r.migrations >= 2, "{r:?}");
     assert!(r.lambda_after < r.lambda_before, "{r:?}");
     let heavy_on_0 = run.placement()[..4].iter().filter(|&&p| p == 0).count();
-    assert_eq!(heavy_on_0, 2, "{:?}", run.placement());
+    // Two each when the measurements are clean; a preempted heavy step on
+    // a busy machine may tip LPT to 1 or 3, never to 0 or 4.
+    assert!((1..=3).contains(&heavy_on_0), "{:?}", run.placement());
     assert!(
         run.object_loads().iter().all(|&l| l == 0.0),
         "database cleared"
@@ -371,4 +373,80 @@ fn keel_lb_names_the_policy_when_code_does_not() {
         ),
         "{e}"
     );
+}
+
+/// An object whose step is a potential task of `iterations` sleeps of
+/// `sleep`: its work is known whichever PU runs the chunks.
+struct Sleeper {
+    iterations: usize,
+    sleep: std::time::Duration,
+}
+
+impl Object for Sleeper {
+    fn step(&mut self, ctx: &StepContext<'_>) {
+        let sleep = self.sleep;
+        ctx.for_each(0..self.iterations, |_| std::thread::sleep(sleep));
+    }
+}
+
+#[test]
+fn an_objects_load_counts_the_chunks_thieves_ran_for_it() {
+    let pool = pool(2);
+    let sleep = std::time::Duration::from_micros(500);
+    // Block mapping: the heavy object alone on PU 0, an empty one on PU 1,
+    // whose PU steals as soon as it is done.
+    let objects = vec![
+        Sleeper {
+            iterations: 32,
+            sleep,
+        },
+        Sleeper {
+            iterations: 0,
+            sleep,
+        },
+    ];
+    let mut run = Objects::builder()
+        .policy("block")
+        .stealing("all")
+        .build(&pool, objects)
+        .unwrap();
+    let report = run.run(3).unwrap();
+    assert!(report.tasks.stolen_from > 0, "PU 1 should have stolen");
+    let work = 3.0 * 32.0 * sleep.as_secs_f64();
+    let loads = run.object_loads();
+    // The owner's wall time alone is about half the work once chunks are
+    // stolen; the load database must see all of it.
+    assert!(
+        loads[0] >= 0.95 * work,
+        "load {:.4} s of {:.4} s of work",
+        loads[0],
+        work
+    );
+    assert!(loads[0] < 3.0 * work, "load {:.4} s", loads[0]);
+}
+
+#[test]
+fn with_stealing_each_pu_runs_its_lightest_objects_first() {
+    let pool = pool(2);
+    let sleep = std::time::Duration::from_micros(200);
+    // Every object on PU 0 (PU 1 unavailable), heaviest first by id.
+    let objects: Vec<Sleeper> = (0..4)
+        .map(|k| Sleeper {
+            iterations: 4 * (4 - k),
+            sleep,
+        })
+        .collect();
+    let mut run = Objects::builder()
+        .policy("block")
+        .available(vec![true, false])
+        .stealing("history-idle")
+        .build(&pool, objects)
+        .unwrap();
+    let mut order = Vec::new();
+    run.visit(|id, _, _| order.push(id));
+    assert_eq!(order, [0, 1, 2, 3], "id order before anything is measured");
+    run.run(1).unwrap();
+    order.clear();
+    run.visit(|id, _, _| order.push(id));
+    assert_eq!(order, [3, 2, 1, 0], "lightest first after one step");
 }

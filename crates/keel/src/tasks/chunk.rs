@@ -7,8 +7,9 @@ use std::any::Any;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// One potential task, shared by its exposed chunks.
 pub(super) struct TaskDesc<'a> {
@@ -17,6 +18,8 @@ pub(super) struct TaskDesc<'a> {
     remaining: AtomicUsize,
     /// Exposed chunks run by thieves.
     stolen: AtomicUsize,
+    /// Nanoseconds thieves spent running them.
+    stolen_ns: AtomicU64,
     /// A chunk panicked: the chunks not yet started are skipped.
     cancelled: AtomicBool,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
@@ -28,9 +31,18 @@ impl<'a> TaskDesc<'a> {
             body,
             remaining: AtomicUsize::new(exposed),
             stolen: AtomicUsize::new(0),
+            stolen_ns: AtomicU64::new(0),
             cancelled: AtomicBool::new(false),
             panic: Mutex::new(None),
         }
+    }
+
+    /// Counts `more` chunks as exposed; called by the owner before it
+    /// pushes them. Relaxed: the push that follows is what makes a chunk
+    /// reachable, and crossbeam orders it before the thief's steal, so the
+    /// thief's decrement comes after this increment.
+    pub(super) fn expose_more(&self, more: usize) {
+        self.remaining.fetch_add(more, Ordering::Relaxed);
     }
 
     /// Whether every exposed chunk finished. Acquire: pairs with each
@@ -43,6 +55,12 @@ impl<'a> TaskDesc<'a> {
     /// Chunks thieves ran; exact once [`TaskDesc::done`] returned true.
     pub(super) fn stolen(&self) -> usize {
         self.stolen.load(Ordering::Relaxed)
+    }
+
+    /// Seconds thieves spent on its chunks; exact once [`TaskDesc::done`]
+    /// returned true.
+    pub(super) fn stolen_s(&self) -> f64 {
+        self.stolen_ns.load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// Keeps the first panic and cancels the chunks not yet started.
@@ -120,9 +138,12 @@ impl Chunk {
     pub(super) unsafe fn run_stolen(self) {
         // SAFETY: the caller guarantees the task is alive.
         let task = unsafe { self.task.as_ref() };
+        let began = Instant::now();
         task.run_range(self.range);
+        let ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
         // Relaxed: ordered before the owner's read by the Release below.
         task.stolen.fetch_add(1, Ordering::Relaxed);
+        task.stolen_ns.fetch_add(ns, Ordering::Relaxed);
         // Release, and the last access to `task` (see `run`).
         task.remaining.fetch_sub(1, Ordering::Release);
     }

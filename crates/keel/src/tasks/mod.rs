@@ -6,9 +6,11 @@
 //! loop is cut into chunks; `keel_policy::expose` decides how many of them
 //! thieves may see (the paper's "history + when idle" scheme, by default),
 //! and only those go on the calling worker's deque (crossbeam-deque, a
-//! Chase–Lev deque as in the paper). The owner runs the hidden chunks, then
-//! pops its exposed ones back (LIFO), while idle workers steal from the
-//! other end of random victims' deques. Each loop has one descriptor with an
+//! Chase–Lev deque as in the paper). The owner runs the hidden chunks —
+//! exposing more of them between two if a worker has gone idle meanwhile
+//! and its deque is empty (late exposure) — then pops its exposed ones back
+//! (LIFO), while idle workers steal from the other end of random victims'
+//! deques. Each loop has one descriptor with an
 //! atomic counter of exposed chunks still to finish, so completion needs no
 //! barrier (§4.1): the owner waits for the counter, stealing meanwhile.
 //! The protocol and its orderings are in `README.md` beside this file.
@@ -53,9 +55,11 @@ use serde::Serialize;
 use chunk::{Chunk, TaskDesc};
 
 /// Chunks per worker a potential task is cut into unless the call says
-/// otherwise: enough that a thief can take a fair share in pieces, few
-/// enough that a chunk is worth a steal (CkLoop cuts into at most 64).
-pub const DEFAULT_CHUNKS_PER_WORKER: usize = 4;
+/// otherwise: a step's tail imbalance is up to one chunk, so enough that
+/// it stays small (at 4, a 2 ms task on two workers left up to 250 µs
+/// tails, 1–2 % of the Lassen-like steps), few enough that a chunk is worth
+/// a steal (CkLoop cuts into at most 64).
+pub const DEFAULT_CHUNKS_PER_WORKER: usize = 8;
 
 /// Upper bound on the chunks of one potential task (CkLoop's `MAX_CHUNKS`).
 pub const MAX_CHUNKS: usize = 64;
@@ -94,6 +98,8 @@ pub struct WorkerStats {
     /// Seconds an owner spent waiting for thieves to finish its chunks
     /// (stealing meanwhile counts here and in `helped_s`).
     pub waited_s: f64,
+    /// Seconds thieves spent running this worker's chunks.
+    pub lent_s: f64,
 }
 
 impl WorkerStats {
@@ -107,6 +113,7 @@ impl WorkerStats {
             steals: self.steals - earlier.steals,
             helped_s: self.helped_s - earlier.helped_s,
             waited_s: self.waited_s - earlier.waited_s,
+            lent_s: self.lent_s - earlier.lent_s,
         }
     }
 
@@ -118,6 +125,7 @@ impl WorkerStats {
         self.steals += o.steals;
         self.helped_s += o.helped_s;
         self.waited_s += o.waited_s;
+        self.lent_s += o.lent_s;
     }
 }
 
@@ -284,6 +292,12 @@ impl<'t> TaskWorker<'t> {
         self.index
     }
 
+    /// This worker's counters so far (a snapshot: subtract two with
+    /// [`WorkerStats::since`] to attribute work to what ran in between).
+    pub fn counters(&self) -> WorkerStats {
+        self.home.borrow().stats
+    }
+
     /// Runs `body(i)` for every `i` in `range` exactly once, as a potential
     /// task cut into the default number of chunks. Returns when every chunk
     /// has run, here or on a thief; a panic in any chunk is resumed here
@@ -307,16 +321,14 @@ impl<'t> TaskWorker<'t> {
         }
         let n = chunks.clamp(1, len.min(MAX_CHUNKS));
         let bounds = |c: usize| range.start + c * len / n;
+        let policy = &self.tasks.expose;
+        let workers = self.tasks.workers();
         let exposed = {
             let home = self.home.borrow();
-            home.history.decide(
-                &self.tasks.expose,
-                n,
-                self.tasks.idle(),
-                self.tasks.workers(),
-            )
+            home.history.decide(policy, n, self.tasks.idle(), workers)
         };
-        if exposed == 0 {
+        let late = policy.late && policy.scheme.has_idle_term() && workers > 1;
+        if exposed == 0 && !late {
             for i in range.clone() {
                 body(i);
             }
@@ -329,21 +341,51 @@ impl<'t> TaskWorker<'t> {
         }
         let body: &(dyn Fn(usize) + Sync) = &body;
         let desc = TaskDesc::new(body, exposed);
-        {
+        // The owner runs chunks 0..hidden itself; chunks hidden..n are on
+        // the deque, pushed from the last down, so thieves (FIFO end) take
+        // the far end first and the owner's pops (LIFO end) continue in
+        // order. Late exposure moves `hidden` down.
+        let mut hidden = n - exposed;
+        let mut total_exposed = exposed;
+        let expose = |from: usize, to: usize| {
             let home = self.home.borrow();
-            // The owner runs chunks 0..n−exposed itself; the exposed ones are
-            // pushed from the last down, so thieves (FIFO end) take the far
-            // end first and the owner's pops (LIFO end) continue in order.
-            for c in (n - exposed..n).rev() {
+            for c in (from..to).rev() {
                 // SAFETY: `desc` outlives every chunk: this function returns
                 // only after `desc.remaining` is 0 (README: Completion).
                 home.deque
                     .push(unsafe { Chunk::new(&desc, bounds(c)..bounds(c + 1)) });
             }
-        }
+        };
+        expose(hidden, n);
         let local = panic::catch_unwind(AssertUnwindSafe(|| {
-            for i in range.start..bounds(n - exposed) {
-                body(i);
+            let mut c = 0;
+            while c < hidden {
+                for i in bounds(c)..bounds(c + 1) {
+                    body(i);
+                }
+                c += 1;
+                if !late || c == hidden {
+                    continue;
+                }
+                let idle = self.tasks.idle();
+                if idle == 0 {
+                    continue;
+                }
+                let more = {
+                    let home = self.home.borrow();
+                    if !home.deque.is_empty() {
+                        continue;
+                    }
+                    home.history.late(policy, hidden - c, idle, workers)
+                };
+                if more > 0 {
+                    // Counted before they are visible, so that a thief's
+                    // decrement never finds the counter short.
+                    desc.expose_more(more);
+                    expose(hidden - more, hidden);
+                    hidden -= more;
+                    total_exposed += more;
+                }
             }
         }));
         if let Err(payload) = local {
@@ -374,11 +416,12 @@ impl<'t> TaskWorker<'t> {
             self.home.borrow_mut().stats.waited_s += began.elapsed().as_secs_f64();
         }
         let stolen = desc.stolen();
-        self.finish(n, exposed, stolen);
+        self.home.borrow_mut().stats.lent_s += desc.stolen_s();
+        self.finish(n, total_exposed, stolen);
         desc.resume_panic();
         TaskSummary {
             chunks: n,
-            exposed,
+            exposed: total_exposed,
             stolen,
         }
     }

@@ -110,7 +110,7 @@ fn none_exposes_nothing_and_runs_in_order() {
     let seen = Mutex::new(Vec::new());
     let s = worker.for_each(5..25, |i| seen.lock().unwrap().push(i));
     assert_eq!(s.exposed, 0);
-    assert_eq!(s.chunks, 8);
+    assert_eq!(s.chunks, 2 * DEFAULT_CHUNKS_PER_WORKER);
     assert_eq!(seen.into_inner().unwrap(), (5..25).collect::<Vec<_>>());
     assert_eq!(
         worker.for_each(3..3, |_| panic!("empty")),
@@ -185,4 +185,58 @@ fn bad_input_is_typed() {
         Tasks::new(2, "often"),
         Err(TasksError::Expose(PolicyError::UnknownPolicy { .. }))
     ));
+}
+
+/// Runs 30 potential tasks whose owner decides before the other worker goes
+/// idle (so the first decision of the `idle` scheme exposes nothing);
+/// checks every index ran exactly once and returns the chunks exposed.
+fn idle_mid_task(expose: &str) -> usize {
+    let pool = pool(2);
+    let tasks = Tasks::new(2, expose).unwrap();
+    let mut exposed = 0;
+    for round in 0..30 {
+        let n = 64 + round;
+        let hits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let started = AtomicU32::new(0);
+        let running = AtomicU32::new(2);
+        let summary = std::sync::Mutex::new(TaskSummary::default());
+        pool.region(|team| {
+            let worker = tasks.worker(team.index);
+            if team.index == 0 {
+                let s = worker.for_each(0..n, |i| {
+                    // The decision is made: let the other worker go idle.
+                    started.store(1, Ordering::Release);
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                });
+                *summary.lock().unwrap() = s;
+            } else {
+                while started.load(Ordering::Acquire) == 0 {
+                    std::hint::spin_loop();
+                }
+            }
+            running.fetch_sub(1, Ordering::AcqRel);
+            worker.steal_until(|| running.load(Ordering::Acquire) == 0);
+        });
+        for (i, h) in hits.iter().enumerate() {
+            assert_eq!(
+                h.load(Ordering::Relaxed),
+                1,
+                "{expose} round {round}: index {i}"
+            );
+        }
+        let s = *summary.lock().unwrap();
+        assert!(s.exposed <= s.chunks && s.stolen <= s.exposed, "{s:?}");
+        exposed += s.exposed;
+    }
+    exposed
+}
+
+/// A worker that goes idle after the owner decided still gets work: the
+/// owner exposes the idle worker's share of what it still holds between its
+/// chunks (late exposure); with `late=off` nothing is ever exposed.
+#[test]
+fn late_exposure_feeds_a_worker_that_goes_idle_mid_task() {
+    assert_eq!(idle_mid_task("idle:late=off"), 0);
+    assert!(idle_mid_task("idle") > 0, "late exposure never happened");
 }
