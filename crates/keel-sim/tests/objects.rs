@@ -195,3 +195,69 @@ fn bad_parameters_are_typed_errors() {
     assert!(ObjectsModel::new(0, 16, Noise::None).is_err());
     assert!(ObjectsModel::new(4, 0, Noise::None).is_err());
 }
+
+/// One hot object (a 2 ms potential task over 64 cells) and one light
+/// serial one, on a node of 2 PUs: block placement gives each PU one.
+struct HotAndLight;
+
+impl ObjectCosts for HotAndLight {
+    fn objects(&self) -> usize {
+        2
+    }
+    fn steps(&self) -> usize {
+        5
+    }
+    fn serial(&self, object: usize, _: usize) -> f64 {
+        if object == 0 {
+            0.0
+        } else {
+            200e-6
+        }
+    }
+    fn cells(&self, object: usize) -> usize {
+        if object == 0 {
+            64
+        } else {
+            0
+        }
+    }
+    fn potential(&self, object: usize, _: usize) -> f64 {
+        if object == 0 {
+            2e-3
+        } else {
+            0.0
+        }
+    }
+    fn chunk_costs(&self, object: usize, step: usize, chunks: usize, out: &mut Vec<f64>) {
+        let each = self.potential(object, step) / chunks as f64;
+        out.extend(std::iter::repeat_n(each, chunks));
+    }
+}
+
+#[test]
+fn late_exposure_lets_a_pu_that_ran_dry_help_a_task_already_under_way() {
+    // The history starts at 0 and nobody is idle when the hot task starts,
+    // so the start-of-task decision exposes nothing; only a look between
+    // the owner's chunks, once the light PU ran dry, can share the task.
+    let m = ObjectsModel::new(1, 2, Noise::None).unwrap();
+    let run = |stealing: &str| simulate(&m, &HotAndLight, &Balancing::none(stealing)).unwrap();
+    for on in ["idle", "history-idle:initial=0"] {
+        let late = run(on);
+        assert!(late.tasks.stolen > 0, "{on}: {:?}", late.tasks);
+        assert!(late.tasks.exposed >= late.tasks.stolen);
+        assert_eq!(late.tasks.owned + late.tasks.stolen, late.tasks.chunks);
+        // Each step: the light PU's 200 µs, then about half of the rest of
+        // the hot task, so well under the hot task's 2 ms.
+        assert!(
+            late.step_s.iter().all(|&s| s < 1.5e-3),
+            "{on}: {:?}",
+            late.step_s
+        );
+    }
+    for off in ["idle:late=off", "history-idle:initial=0,late=off"] {
+        let never = run(off);
+        assert_eq!(never.tasks.exposed, 0, "{off}");
+        assert_eq!(never.tasks.stolen, 0, "{off}");
+        assert!(never.step_s.iter().all(|&s| s >= 2e-3), "{off}");
+    }
+}

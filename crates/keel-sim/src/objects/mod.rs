@@ -8,11 +8,19 @@
 //!   Lassen-like, lb_test, stencil), converted from spin units to seconds at
 //!   `UNITS_PER_US`; they evolve per step as the proxy says.
 //! - **Measurement.** What the simulator "measures" is what it simulated: an
-//!   object's load is the simulated time from its start to its end on its
-//!   PU (noise of the PU's [`WorkerModel`] included, waiting for thieves
-//!   included — `keel::objects` times `Object::step` the same way), summed
-//!   since the last remap; PU background is the PU's time outside its
-//!   objects before it went idle, which in this model is zero.
+//!   object's load is its simulated *work* in a step, as `keel::objects`
+//!   attributes it — the time from its start to its end on its PU (noise of
+//!   the PU's [`WorkerModel`] included), less the time its PU waited for
+//!   thieves to finish its chunks (stealing others' chunks meanwhile
+//!   included), plus the time thieves ran its chunks — summed since the
+//!   last remap; PU background is the PU's time outside its objects before
+//!   it went idle, which in this model is zero.
+//! - **Run order.** Each PU runs its objects in id order; with stealing,
+//!   after every step each PU stable-sorts its list by the work each object
+//!   measured in that step, lightest first, so a hot object's divisible
+//!   task comes when other PUs of its node are idle and can take chunks;
+//!   after a remap, the new lists are sorted the same way (ties in id
+//!   order), as `keel::objects`' remap does.
 //! - **Balancing** goes through [`balance::decide`], the same context
 //!   handler `keel::objects` builds, with the unchanged registry policy
 //!   (`greedy`, `hier:nodes=64,...`, anything the registry builds). Its
@@ -449,6 +457,7 @@ pub fn simulate_with_progress(
     };
     let mut st = step::Persistent {
         history: vec![ExposeState::new(&expose); npus],
+        last_work: vec![0.0; n],
         rng: ChaCha8Rng::seed_from_u64(model.seed),
         stats: TaskStats::default(),
     };
@@ -561,6 +570,14 @@ pub fn simulate_with_progress(
             });
             placement = next;
             loads.iter_mut().for_each(|l| *l = 0.0);
+        }
+        // As `keel::objects` after a step (and after a remap, whose lists
+        // come in id order): heavy divisible work last, when other PUs are
+        // idle to share it. Stable, so ties keep id order.
+        if machine.expose.is_some() {
+            for list in &mut lists {
+                list.sort_by(|&a, &b| st.last_work[a].total_cmp(&st.last_work[b]));
+            }
         }
         progress(k + 1);
     }

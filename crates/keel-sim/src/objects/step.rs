@@ -1,26 +1,48 @@
-//! One time step of the objects model: every PU runs its objects in id
-//! order; an object's step is serial work, then a *potential task* over its
-//! cells (a model of `keel::tasks`, `crates/keel/src/tasks/README.md`):
+//! One time step of the objects model: every PU runs its objects in the
+//! order its list holds them (id order; with stealing, lightest first by
+//! their last step's work, as `keel::objects` runs them — [`super`] keeps
+//! the lists); an object's step is serial work, then a *potential task*
+//! over its cells (a model of `keel::tasks`,
+//! `crates/keel/src/tasks/README.md`):
 //!
 //! - the task is cut into `n = clamp(CHUNKS_PER_WORKER × PUs per node, 1,
 //!   min(cells, MAX_CHUNKS))` contiguous chunks;
 //! - the PU's own [`ExposeState`] (the unchanged `keel_policy::expose`
-//!   policy) decides from the node's idle count how many, `k`, to expose;
-//!   the owner runs chunks `0..n−k` in one go, then pops its exposed ones in
-//!   index order while thieves take them from the far end;
+//!   policy) decides from the node's idle count how many, `k`, to expose:
+//!   chunks `n−k..n` go on the owner's deque, `0..n−k` stay hidden;
+//! - the owner runs its hidden chunks in index order. With *late
+//!   exposure* (a policy with an idle term and `late=on`, more than one PU
+//!   per node) it looks again after each hidden chunk but the last: if a
+//!   PU of its node is idle and thieves have emptied its deque,
+//!   [`ExposeState::late`] says how many of the hidden chunks still to run
+//!   to expose, taken from the top of the hidden range. A PU that runs dry
+//!   just after a task started would otherwise find nothing while the
+//!   owner works through its private part. Without late exposure nothing
+//!   can be observed between two hidden chunks, so they run in one go;
+//! - then the owner pops its exposed chunks in index order while thieves
+//!   take them from the far end;
 //! - a PU that finished its objects, or an owner waiting for thieves to
 //!   finish its chunks, is *idle*: it steals one chunk at a time from a
 //!   random PU **of its own node** that has exposed chunks, paying
 //!   `steal_cost`, until every PU of the node has finished its objects;
-//! - a finished task records `(stolen, n − stolen)` in the owner's history.
+//! - a finished task records `(stolen, n − stolen)` in the owner's history;
+//! - an object's measured load is its *work*: the owner's time on it, less
+//!   its wait for thieves (stealing other tasks' chunks meanwhile
+//!   included), plus the thieves' time on its chunks (their steal costs
+//!   not). `keel::objects` measures it so because the owner's wall time
+//!   would hide a hot object's stolen work from the next remap, and charge
+//!   it with other objects' chunks it helped with.
 //!
 //! The node's step ends when its last PU finishes its objects; the step
 //! ends at the slowest node (the barrier).
 //!
 //! A potential task with no work (a cold Lassen domain's loop over cells
-//! that cost nothing) is run inline and recorded as nothing stolen: its
-//! chunks would be popped back by the owner before any thief reached them.
-//! That keeps a run at one event per PU per step plus the hot tasks' chunks.
+//! that cost nothing) is run inline and recorded as nothing stolen, though
+//! the runtime may expose some of it late: thieves of chunks that cost
+//! nothing would change no time but their own steal costs, and the
+//! shortcut keeps a run at one event per PU per step plus the hot tasks'
+//! chunks. A task the policy exposes nothing of, with late exposure off,
+//! runs inline too, as in the runtime.
 
 use std::collections::VecDeque;
 
@@ -34,7 +56,7 @@ use crate::worker::WorkerModel;
 
 /// Chunks per worker of a potential task, as `keel::tasks`'
 /// `DEFAULT_CHUNKS_PER_WORKER`.
-pub const CHUNKS_PER_WORKER: usize = 4;
+pub const CHUNKS_PER_WORKER: usize = 8;
 
 /// At most this many chunks per potential task, as `keel::tasks`' `MAX_CHUNKS`
 /// (CkLoop's bound).
@@ -68,6 +90,9 @@ pub struct TaskStats {
 /// What persists between steps.
 pub(super) struct Persistent {
     pub history: Vec<ExposeState>,
+    /// Each object's work in its latest step: the key of the run order
+    /// with stealing.
+    pub last_work: Vec<f64>,
     pub rng: ChaCha8Rng,
     pub stats: TaskStats,
 }
@@ -84,8 +109,14 @@ pub(super) struct StepResult {
 #[derive(Debug, Clone, Copy)]
 enum Event {
     StartTask(usize),
+    /// The owner finished a stretch of hidden chunks.
+    HiddenDone(usize),
+    /// The owner finished an exposed chunk it popped back.
     OwnDone(usize),
-    StolenDone { thief: usize, victim: usize },
+    StolenDone {
+        thief: usize,
+        victim: usize,
+    },
     ObjectsDone(usize),
 }
 
@@ -93,11 +124,20 @@ struct Task {
     object: usize,
     chunks: usize,
     costs: Vec<f64>,
+    /// The owner's hidden chunks still to run are `next..hidden`; late
+    /// exposure lowers `hidden`.
+    next: usize,
+    hidden: usize,
     /// Exposed chunks not taken yet: the owner pops the front, thieves the back.
     deque: VecDeque<usize>,
     /// Exposed chunks not finished yet.
     remaining: usize,
+    exposed: usize,
     stolen: usize,
+    /// Seconds thieves spent running its chunks.
+    lent: f64,
+    /// When the owner began waiting for its thieves.
+    waiting_since: Option<SimTime>,
 }
 
 #[derive(Default)]
@@ -118,6 +158,8 @@ struct Step<'a, 'm> {
     loads: &'a mut [f64],
     stepped: &'a mut [u32],
     st: &'a mut Persistent,
+    /// Whether owners look for idle PUs between their hidden chunks.
+    late: bool,
     q: EventQueue<Event>,
     runs: Vec<PuRun>,
     busy: Vec<f64>,
@@ -126,8 +168,8 @@ struct Step<'a, 'm> {
     node_end: Vec<SimTime>,
 }
 
-/// Runs step `step` from time `t0`: adds each object's measured time to
-/// `loads` and counts it in `stepped`.
+/// Runs step `step` from time `t0`: adds each object's measured work to
+/// `loads`, keeps it in `st.last_work`, and counts the step in `stepped`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_step(
     m: &Machine<'_>,
@@ -145,6 +187,7 @@ pub(super) fn run_step(
     for p in (0..npus).filter(|&p| m.available[p]) {
         running[p / m.pus_per_node] += 1;
     }
+    let late = m.pus_per_node > 1 && m.expose.is_some_and(|e| e.late && e.scheme.has_idle_term());
     let mut s = Step {
         m,
         costs,
@@ -153,6 +196,7 @@ pub(super) fn run_step(
         loads,
         stepped,
         st,
+        late,
         q: EventQueue::new(),
         runs: (0..npus).map(|_| PuRun::default()).collect(),
         busy: vec![0.0; npus],
@@ -166,6 +210,11 @@ pub(super) fn run_step(
     while let Some((now, event)) = s.q.pop() {
         match event {
             Event::StartTask(p) => s.start_task(p, now),
+            Event::HiddenDone(p) => {
+                s.runs[p].busy = false;
+                s.expose_late(p, now);
+                s.run_hidden(p, now);
+            }
             Event::OwnDone(p) => {
                 s.runs[p].busy = false;
                 if let Some(t) = s.runs[p].task.as_mut() {
@@ -234,8 +283,12 @@ impl Step<'_, '_> {
         (CHUNKS_PER_WORKER * self.m.pus_per_node).clamp(1, cells.min(MAX_CHUNKS))
     }
 
-    fn finish_object(&mut self, p: usize, object: usize, at: SimTime) {
-        self.loads[object] += at - self.runs[p].object_start;
+    /// The object on `p` ended at `at`, having waited `waited` seconds for
+    /// thieves who spent `lent` seconds on its chunks.
+    fn finish_object(&mut self, p: usize, object: usize, at: SimTime, waited: f64, lent: f64) {
+        let work = (at - self.runs[p].object_start - waited).max(0.0) + lent;
+        self.loads[object] += work;
+        self.st.last_work[object] = work;
         self.stepped[object] += 1;
         self.runs[p].cursor += 1;
     }
@@ -254,7 +307,7 @@ impl Step<'_, '_> {
             t = self.work(p, t, serial);
             let cells = self.costs.cells(o);
             if cells == 0 {
-                self.finish_object(p, o, t);
+                self.finish_object(p, o, t, 0.0, 0.0);
                 continue;
             }
             let potential = self.costs.potential(o, self.step);
@@ -265,7 +318,7 @@ impl Step<'_, '_> {
             let n = self.chunks_for(cells);
             t = self.work(p, t, potential);
             self.record(p, n, 0, 0);
-            self.finish_object(p, o, t);
+            self.finish_object(p, o, t, 0.0, 0.0);
         }
     }
 
@@ -288,36 +341,91 @@ impl Step<'_, '_> {
         let node = p / self.m.pus_per_node;
         let expose = self.m.expose.expect("tasks start only when stealing is on");
         let k = self.st.history[p].decide(&expose, n, self.idle[node], self.m.pus_per_node);
-        if k == 0 {
+        if k == 0 && !self.late {
             let t = self.work(p, now, costs.iter().sum());
             self.record(p, n, 0, 0);
-            self.finish_object(p, o, t);
+            self.finish_object(p, o, t, 0.0, 0.0);
             self.advance(p, t);
             return;
         }
-        let hidden: f64 = costs[..n - k].iter().sum();
         self.runs[p].task = Some(Task {
             object: o,
             chunks: n,
             costs,
+            next: 0,
+            hidden: n - k,
             deque: (n - k..n).collect(),
             remaining: k,
+            exposed: k,
             stolen: 0,
+            lent: 0.0,
+            waiting_since: None,
         });
-        self.st.stats.exposed += k as u64;
-        let t = self.work(p, now, hidden);
-        self.runs[p].busy = true;
-        self.q.schedule(t, Event::OwnDone(p));
-        // `OwnDone` counts one exposed chunk finished; the hidden block is
-        // not one, so count it back in advance.
-        if let Some(task) = self.runs[p].task.as_mut() {
-            task.remaining += 1;
+        // Thieves first: an owner with nothing hidden pops at this very
+        // time, and a thief already idle would have seen the push first.
+        if k > 0 {
+            self.wake_thieves(p, now);
         }
+        self.run_hidden(p, now);
+    }
+
+    fn wake_thieves(&mut self, p: usize, now: SimTime) {
         for q in self.node_pus(p) {
             if q != p {
                 self.try_steal(q, now);
             }
         }
+    }
+
+    /// The owner runs its next hidden chunk — all of them at once when
+    /// nothing can happen between two — or goes on to its exposed ones.
+    fn run_hidden(&mut self, p: usize, now: SimTime) {
+        let late = self.late;
+        let cost = {
+            let task = self.runs[p].task.as_mut().expect("owner has a task");
+            (task.next < task.hidden).then(|| {
+                let to = if late { task.next + 1 } else { task.hidden };
+                let cost: f64 = task.costs[task.next..to].iter().sum();
+                task.next = to;
+                cost
+            })
+        };
+        match cost {
+            Some(cost) => {
+                let t = self.work(p, now, cost);
+                self.runs[p].busy = true;
+                self.q.schedule(t, Event::HiddenDone(p));
+            }
+            None => self.owner_next(p, now),
+        }
+    }
+
+    /// Late exposure, between two hidden chunks: only while a PU of the
+    /// node is idle and thieves have taken everything exposed so far
+    /// (anything still on the deque is theirs to take first).
+    fn expose_late(&mut self, p: usize, now: SimTime) {
+        let idle = self.idle[p / self.m.pus_per_node];
+        if !self.late || idle == 0 {
+            return;
+        }
+        let expose = self.m.expose.expect("late exposure needs stealing on");
+        let workers = self.m.pus_per_node;
+        let history = &self.st.history[p];
+        let Some(task) = self.runs[p].task.as_mut() else {
+            return;
+        };
+        if task.next == task.hidden || !task.deque.is_empty() {
+            return;
+        }
+        let more = history.late(&expose, task.hidden - task.next, idle, workers);
+        if more == 0 {
+            return;
+        }
+        task.deque.extend(task.hidden - more..task.hidden);
+        task.hidden -= more;
+        task.remaining += more;
+        task.exposed += more;
+        self.wake_thieves(p, now);
     }
 
     /// The owner finished a piece of its task: pop the next exposed chunk,
@@ -331,7 +439,8 @@ impl Step<'_, '_> {
             let t = self.work(p, now, cost);
             self.runs[p].busy = true;
             self.q.schedule(t, Event::OwnDone(p));
-        } else if self.runs[p].task.as_ref().is_some_and(|t| t.remaining > 0) {
+        } else if let Some(task) = self.runs[p].task.as_mut().filter(|t| t.remaining > 0) {
+            task.waiting_since = Some(now);
             self.runs[p].waiting_own = true;
             self.idle[p / self.m.pus_per_node] += 1;
             self.try_steal(p, now);
@@ -347,9 +456,9 @@ impl Step<'_, '_> {
 
     fn complete_task(&mut self, p: usize, now: SimTime) {
         let task = self.runs[p].task.take().expect("owner has a task");
-        // Exposed chunks were counted when exposed (in `start_task`).
-        self.record(p, task.chunks, 0, task.stolen);
-        self.finish_object(p, task.object, now);
+        self.record(p, task.chunks, task.exposed, task.stolen);
+        let waited = task.waiting_since.map_or(0.0, |since| now - since);
+        self.finish_object(p, task.object, now, waited, task.lent);
         self.advance(p, now);
     }
 
@@ -386,6 +495,10 @@ impl Step<'_, '_> {
         let start = self.m.pus[q].finish_exact(now, self.m.steal_cost);
         self.busy[q] += start - now;
         let end = self.work(q, start, cost);
+        // The runtime times the chunk's body only, not the steal.
+        if let Some(task) = self.runs[victim].task.as_mut() {
+            task.lent += end - start;
+        }
         self.runs[q].busy = true;
         self.q.schedule(end, Event::StolenDone { thief: q, victim });
     }

@@ -101,6 +101,7 @@ impl<T: Object> Objects<'_, T> {
 
         let moved = Instant::now();
         let placement = mapping.into_vec();
+        let steals = self.tasks.expose().steals();
         let mut leaving = Vec::new();
         for state in &mut self.pus {
             let state = state.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -125,6 +126,11 @@ impl<T: Object> Objects<'_, T> {
         for state in &mut self.pus {
             let state = state.get_mut().unwrap_or_else(|e| e.into_inner());
             state.entries.sort_unstable_by_key(|e| e.id);
+            // The run order a step leaves (lightest first with stealing)
+            // holds for the new lists too, ties in id order.
+            if steals {
+                state.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
+            }
             for e in &mut state.entries {
                 e.load = 0.0;
             }
