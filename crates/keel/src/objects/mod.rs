@@ -176,6 +176,17 @@ struct PuState<T> {
     finish_s: f64,
 }
 
+impl<T> PuState<T> {
+    /// The run order with stealing: lightest first by the last step's work.
+    /// An object's potential task can be shared only while another PU is
+    /// idle, which happens at the end of a step, so the divisible heavy
+    /// work belongs there rather than a tail of light serial steps nobody
+    /// can help with. Stable, so ties keep their order; measured work only.
+    fn sort_for_stealing(&mut self) {
+        self.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
+    }
+}
+
 /// Builds [`Objects`], naming every choice.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectsBuilder {
@@ -569,14 +580,8 @@ impl<'p, T: Object> Objects<'p, T> {
                     e.last = work;
                 }
             }));
-            // With stealing, the next step runs this PU's objects lightest
-            // first: an object's potential task can be shared only while
-            // another PU is idle, which happens at the end of a step, so
-            // the divisible heavy work belongs there rather than a tail of
-            // light serial steps nobody can help with. Stable, so ties keep
-            // their order; measured times only.
             if steals {
-                state.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
+                state.sort_for_stealing();
             }
             state.objects_s = objects_s;
             state.finish_s = started.elapsed().as_secs_f64();

@@ -126,10 +126,10 @@ impl<T: Object> Objects<'_, T> {
         for state in &mut self.pus {
             let state = state.get_mut().unwrap_or_else(|e| e.into_inner());
             state.entries.sort_unstable_by_key(|e| e.id);
-            // The run order a step leaves (lightest first with stealing)
-            // holds for the new lists too, ties in id order.
+            // The run order a step leaves holds for the new lists too,
+            // ties in id order.
             if steals {
-                state.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
+                state.sort_for_stealing();
             }
             for e in &mut state.entries {
                 e.load = 0.0;
