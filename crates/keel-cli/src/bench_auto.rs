@@ -1,7 +1,11 @@
 //! `keel bench auto`: the Auto4OMP evaluation (paper §4, Table 3) on this
 //! machine. Each time-stepping workload of `keel_workloads::steps` runs
 //! under every portfolio schedule, with its default chunk and with the
-//! expert chunk, `reps` times; then under each selection method. From the
+//! expert chunk, and under each selection method, `reps` times. Within a
+//! repeat the configurations take turns step by step (each keeps its own
+//! loop ids, so its schedule state and selection evolve as in a run of its
+//! own): on a shared machine whose speed drifts over seconds, instance `k`
+//! of every configuration then runs within moments of the others. From the
 //! fixed runs come **Oracle** (the best fixed configuration *per loop
 //! instance*, from the medians of the repeats) and **ManualBest** (the best
 //! fixed schedule *per loop* with the default chunk, found after the fact).
@@ -47,6 +51,10 @@ pub const QUICK_WORKLOADS: [&str; 2] = [
 /// The methods, in report order.
 pub const METHODS: [&str; 4] = ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
 
+/// `auto,keel` with every instance pinned to plain STATIC: what the
+/// selection mechanism costs by itself.
+pub const PINNED_STATIC: &str = "auto:method=keel,expert-chunk=0,pin=static";
+
 /// A workload must spread its best and worst fixed schedules by this much
 /// (or be balanced by design) to discriminate between schedules.
 pub const DISCRIMINATION: f64 = 0.20;
@@ -67,6 +75,10 @@ pub struct ConfigResult {
 pub struct MethodResult {
     /// The configuration and its total.
     pub result: ConfigResult,
+    /// Every repeat's total, seconds, in increasing order: the spread of a
+    /// method's own runs, against which differences between methods are
+    /// read.
+    pub repeat_totals: Vec<f64>,
     /// Seconds spent in exploration instances beyond Oracle's time for
     /// them (the repeat with the median total).
     pub exploration_cost: f64,
@@ -97,12 +109,13 @@ pub struct WorkloadReport {
     pub spread: f64,
     /// Balanced by design (exempt from the spread rule).
     pub balanced: bool,
-    /// Under `auto,keel`, the median time of its instances that ran STATIC
-    /// while exploiting, over the fixed `static+expert` configuration's
-    /// median for the same instances, minus 1: the selection mechanism's own
-    /// cost, when it settled on STATIC (with the expert chunk, as `auto`
-    /// plans by default).
-    pub mechanism_cost_vs_static: Option<f64>,
+    /// The selection mechanism's own cost: `auto,keel` pinned to STATIC
+    /// with the expert chunk off ([`PINNED_STATIC`]: the method decides and
+    /// observes every instance, the context times every thread, the record
+    /// grows, but every instance runs plain STATIC) over fixed `static`,
+    /// the two taking turns step by step in every repeat; the median of the
+    /// per-repeat ratios of the totals, minus 1.
+    pub mechanism_cost_vs_static: f64,
 }
 
 /// The whole report.
@@ -130,24 +143,44 @@ enum ChunkMode {
     Expert,
 }
 
-fn run_program(
-    w: &dyn SteppedWorkload,
-    schedule: &str,
+/// One configuration's run of a program, advanced a step at a time so that
+/// the configurations of a repeat can take turns step by step.
+struct Program<'a> {
+    schedule: &'a str,
     chunk: ChunkMode,
-    tag: &str,
-    threads: usize,
-) -> Result<ProgramRun, CliError> {
-    let mut ids: HashMap<&'static str, &'static str> = HashMap::new();
-    let mut times = Vec::new();
-    for step in 0..w.steps() {
+    tag: String,
+    ids: HashMap<&'static str, &'static str>,
+    times: Vec<f64>,
+}
+
+impl<'a> Program<'a> {
+    fn new(schedule: &'a str, chunk: ChunkMode, tag: String) -> Self {
+        Program {
+            schedule,
+            chunk,
+            tag,
+            ids: HashMap::new(),
+            times: Vec::new(),
+        }
+    }
+
+    /// Runs the loop calls of `step`, timing each whole call.
+    fn step(
+        &mut self,
+        w: &dyn SteppedWorkload,
+        step: usize,
+        threads: usize,
+    ) -> Result<(), CliError> {
         for (c, call) in w.calls(step).iter().enumerate() {
-            let id = *ids
+            let tag = &self.tag;
+            let id = *self
+                .ids
                 .entry(call.name)
                 .or_insert_with(|| Box::leak(format!("{tag}/{}", call.name).into_boxed_str()));
             let mut l = keel::parallel(0..call.iterations)
-                .schedule(schedule.to_string())
+                .schedule(self.schedule.to_string())
                 .id(id);
-            if chunk == ChunkMode::Expert {
+            if self.chunk == ChunkMode::Expert {
                 if let Some(k) = select::expert_chunk(call.iterations as u64, threads) {
                     l = l.chunk(k);
                 }
@@ -156,15 +189,42 @@ fn run_program(
             l.for_each(|i| {
                 black_box(w.run(step, c, i));
             })
-            .map_err(|e| CliError::Usage(format!("{schedule}: {e}")))?;
-            times.push(started.elapsed().as_secs_f64());
+            .map_err(|e| CliError::Usage(format!("{}: {e}", self.schedule)))?;
+            self.times.push(started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> ProgramRun {
+        let records = self
+            .ids
+            .iter()
+            .filter_map(|(name, id)| record(LoopId::Named(id)).map(|r| (name.to_string(), r)))
+            .collect();
+        ProgramRun {
+            times: self.times,
+            records,
         }
     }
-    let records = ids
-        .iter()
-        .filter_map(|(name, id)| record(LoopId::Named(id)).map(|r| (name.to_string(), r)))
-        .collect();
-    Ok(ProgramRun { times, records })
+}
+
+/// Runs `programs` over the whole workload, taking turns step by step (the
+/// order rotating by one each step): a slow phase of a shared machine then
+/// falls on the same steps of every configuration, so per-instance
+/// comparisons (Oracle, the methods against it) pair instances run
+/// moments apart instead of minutes apart.
+fn run_interleaved(
+    w: &dyn SteppedWorkload,
+    programs: &mut [Program<'_>],
+    threads: usize,
+) -> Result<(), CliError> {
+    let count = programs.len();
+    for step in 0..w.steps() {
+        for turn in 0..count {
+            programs[(turn + step) % count].step(w, step, threads)?;
+        }
+    }
+    Ok(())
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -196,35 +256,58 @@ pub fn bench_workload(
     // One untimed pass first: page faults, caches and the pool's first
     // wake-ups would otherwise fall on whichever configuration runs first.
     progress(&format!("{spec}: warm-up"));
-    run_program(
-        w,
+    let mut warm_up = [Program::new(
         "static",
         ChunkMode::Default,
-        &format!("bench-auto/{spec}/warm-up"),
-        threads,
-    )?;
+        format!("bench-auto/{spec}/warm-up"),
+    )];
+    run_interleaved(w, &mut warm_up, threads)?;
 
-    // Fixed configurations, repeats interleaved so that drifts in the
-    // machine's speed spread over all of them.
+    // Every fixed configuration, the pinned mechanism probe and the
+    // methods take turns step by step within each repeat.
     let mut configs: Vec<(String, &str, ChunkMode)> = Vec::new();
     for name in AUTO4OMP_PORTFOLIO {
         configs.push((name.to_string(), name, ChunkMode::Default));
         configs.push((format!("{name}+expert"), name, ChunkMode::Expert));
     }
-    // The methods run inside the same repeats, so that a slow phase of the
-    // machine lands on fixed configurations and methods alike.
     let mut fixed_runs: Vec<Vec<ProgramRun>> = configs.iter().map(|_| Vec::new()).collect();
     let mut method_runs: Vec<Vec<ProgramRun>> = METHODS.iter().map(|_| Vec::new()).collect();
+    let mut mechanism_ratios = Vec::with_capacity(reps);
     for rep in 0..reps {
-        for (k, (label, schedule, chunk)) in configs.iter().enumerate() {
-            progress(&format!("{spec}: {label} (repeat {}/{reps})", rep + 1));
-            let tag = format!("bench-auto/{spec}/{label}/{rep}");
-            fixed_runs[k].push(run_program(w, schedule, *chunk, &tag, threads)?);
+        progress(&format!(
+            "{spec}: repeat {}/{reps}: {} fixed configurations, {PINNED_STATIC} and {} methods, step by step",
+            rep + 1,
+            configs.len(),
+            METHODS.len()
+        ));
+        let mut programs: Vec<Program<'_>> = configs
+            .iter()
+            .map(|(label, schedule, chunk)| {
+                Program::new(schedule, *chunk, format!("bench-auto/{spec}/{label}/{rep}"))
+            })
+            .collect();
+        programs.push(Program::new(
+            PINNED_STATIC,
+            ChunkMode::Default,
+            format!("bench-auto/{spec}/pinned/{rep}"),
+        ));
+        programs.extend(METHODS.iter().map(|method| {
+            Program::new(
+                method,
+                ChunkMode::Default,
+                format!("bench-auto/{spec}/{method}/{rep}"),
+            )
+        }));
+        run_interleaved(w, &mut programs, threads)?;
+        let mut runs = programs.into_iter().map(Program::finish);
+        for runs_of in fixed_runs.iter_mut() {
+            runs_of.push(runs.next().expect("one run per configuration"));
         }
-        for (k, method) in METHODS.iter().enumerate() {
-            progress(&format!("{spec}: {method} (repeat {}/{reps})", rep + 1));
-            let tag = format!("bench-auto/{spec}/{method}/{rep}");
-            method_runs[k].push(run_program(w, method, ChunkMode::Default, &tag, threads)?);
+        let pinned = runs.next().expect("the pinned run");
+        let total = |r: &ProgramRun| r.times.iter().sum::<f64>();
+        mechanism_ratios.push(total(&pinned) / total(&fixed_runs[0][rep]) - 1.0);
+        for runs_of in method_runs.iter_mut() {
+            runs_of.push(runs.next().expect("one run per method"));
         }
     }
     // Per loop: its instances' times `[repeat][configuration][instance]`,
@@ -286,7 +369,6 @@ pub fn bench_workload(
 
     // The methods.
     let mut methods = Vec::new();
-    let mut keel_static_ratio = None;
     for (method, runs) in METHODS.iter().zip(&method_runs) {
         let mut totals: Vec<(f64, usize)> = runs
             .iter()
@@ -301,11 +383,6 @@ pub fn bench_workload(
         let mut seen: HashMap<&str, u64> = HashMap::new();
         let mut exploration_cost = 0.0;
         let mut exploration_instances = 0;
-        let mut on_static = Vec::new();
-        let mut static_reference = Vec::new();
-        // `auto` plans with the expert chunk, so its STATIC is `static` with
-        // the expert chunk: compare with that fixed configuration.
-        let static_medians = &medians[1];
         for (i, name) in names.iter().enumerate() {
             let k = seen.entry(name).or_insert(0);
             let runs_of = run
@@ -322,15 +399,9 @@ pub fn bench_workload(
                 if d.phase.is_exploration() {
                     exploration_instances += 1;
                     exploration_cost += run.times[i] - oracle_per_instance[i];
-                } else if d.index == 0 {
-                    on_static.push(run.times[i]);
-                    static_reference.push(static_medians[i]);
                 }
             }
             *k += 1;
-        }
-        if *method == "auto,keel" && on_static.len() * 2 >= names.len() {
-            keel_static_ratio = Some(median(&mut on_static) / median(&mut static_reference) - 1.0);
         }
         let timelines = run
             .records
@@ -346,6 +417,7 @@ pub fn bench_workload(
             exploration_cost,
             exploration_instances,
             timelines,
+            repeat_totals: totals.iter().map(|&(t, _)| t).collect(),
         });
     }
 
@@ -363,7 +435,7 @@ pub fn bench_workload(
         methods,
         spread: (worst - best) / best,
         balanced: w.balanced(),
-        mechanism_cost_vs_static: keel_static_ratio,
+        mechanism_cost_vs_static: median(&mut mechanism_ratios),
     })
 }
 
@@ -409,7 +481,7 @@ pub fn run_auto(args: &BenchAutoArgs, out: &mut dyn Write) -> Result<(), CliErro
 pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<(), CliError> {
     writeln!(
         out,
-        "keel bench auto: {} threads, {} repeat(s) of every configuration; % degradation relative to Oracle (best fixed configuration per loop instance, medians of the repeats)",
+        "keel bench auto: {} threads, {} repeat(s) of every configuration, taking turns step by step; % degradation relative to Oracle (best fixed configuration per loop instance, medians of the repeats)",
         r.threads, r.reps
     )?;
     // Summary: one column per workload.
@@ -456,6 +528,9 @@ pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<
         };
         format!("{:.0}% {verdict}", w.spread * 100.0)
     });
+    row_of("mechanism (pinned static) %", &|w| {
+        format!("{:+.1}", w.mechanism_cost_vs_static * 100.0)
+    });
     for line in report::align(&rows) {
         writeln!(out, "{line}")?;
     }
@@ -493,10 +568,12 @@ fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Resul
     for m in &w.methods {
         writeln!(
             out,
-            "  {}: {} ({:+.1}%); exploration {} instances costing {} over Oracle",
+            "  {}: {} ({:+.1}%; repeats {:+.1} … {:+.1}%); exploration {} instances costing {} over Oracle",
             m.result.config,
             report::duration(m.result.total),
             m.result.degradation_percent,
+            degradation_percent(m.repeat_totals[0], w.oracle),
+            degradation_percent(m.repeat_totals[m.repeat_totals.len() - 1], w.oracle),
             m.exploration_instances,
             report::duration(m.exploration_cost.max(0.0)),
         )?;
@@ -504,13 +581,11 @@ fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Resul
             writeln!(out, "    {name}: {}", timeline(runs))?;
         }
     }
-    if let Some(cost) = w.mechanism_cost_vs_static {
-        writeln!(
-            out,
-            "  selection mechanism (auto,keel settled on static) vs fixed static+expert: {:+.1}%",
-            cost * 100.0
-        )?;
-    }
+    writeln!(
+        out,
+        "  selection mechanism ({PINNED_STATIC}) vs fixed static: {:+.1}% (median of paired repeats)",
+        w.mechanism_cost_vs_static * 100.0
+    )?;
     if brief {
         return Ok(());
     }

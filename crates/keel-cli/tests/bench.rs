@@ -172,3 +172,78 @@ fn the_demo_has_a_loop_section() {
     }
     assert!(text.contains("T_serial"), "{text}");
 }
+
+/// `keel bench auto` on two tiny stepped workloads, two repeats: every fixed
+/// configuration and method is reported, each method with its repeats'
+/// totals and a timeline covering every instance, and the pinned probe of
+/// the selection mechanism's cost.
+#[test]
+fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() {
+    let workloads = [
+        "phase-change:iterations=4000,steps=6,switch=3",
+        "sphynx:particles=400,short-particles=200,steps=3",
+    ];
+    let mut args = vec!["bench", "auto", "--reps", "2", "--quiet", "--json"];
+    for w in &workloads {
+        args.extend(["-w", w]);
+    }
+    let json = json_of(&args);
+    assert_eq!(json["reps"], 2);
+    let reports = json["workloads"].as_array().unwrap();
+    assert_eq!(reports.len(), 2);
+    for (w, instances) in reports.iter().zip([6u64, 9]) {
+        assert_eq!(w["instances"], instances, "{}", w["spec"]);
+        assert_eq!(w["fixed"].as_array().unwrap().len(), 24);
+        let oracle = w["oracle"].as_f64().unwrap();
+        for fixed in w["fixed"].as_array().unwrap() {
+            // Oracle is the best per instance: no fixed total beats it.
+            assert!(
+                fixed["total"].as_f64().unwrap() >= oracle * (1.0 - 1e-9),
+                "{fixed}"
+            );
+        }
+        assert!(w["mechanism_cost_vs_static"].as_f64().unwrap().is_finite());
+        let methods = w["methods"].as_array().unwrap();
+        let names: Vec<&str> = methods
+            .iter()
+            .map(|m| m["result"]["config"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"]
+        );
+        for m in methods {
+            let totals: Vec<f64> = m["repeat_totals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_f64().unwrap())
+                .collect();
+            assert_eq!(totals.len(), 2, "{m}");
+            assert!(totals[0] <= totals[1], "{totals:?}");
+            let total = m["result"]["total"].as_f64().unwrap();
+            assert!(
+                totals.contains(&total),
+                "the median repeat of two is one of them"
+            );
+            let covered: u64 = m["timelines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|loop_runs| loop_runs[1].as_array().unwrap())
+                .map(|run| run["len"].as_u64().unwrap())
+                .sum();
+            assert_eq!(covered, instances, "{m}");
+        }
+    }
+
+    args.retain(|a| *a != "--json");
+    let out = keel().args(&args).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mechanism (pinned static) %"), "{text}");
+    assert!(
+        text.contains("auto:method=keel,expert-chunk=0,pin=static"),
+        "{text}"
+    );
+}

@@ -159,6 +159,9 @@ pub enum Phase {
     Initial,
     /// ExpertSel's Algorithm 1 rules (the third instance on).
     Adjust,
+    /// The spec pins every instance to one schedule ([`AutoSpec::pin`]):
+    /// the method still runs, its choice is overridden.
+    Pinned,
 }
 
 impl Phase {
@@ -179,6 +182,7 @@ impl Phase {
             Phase::Keep => "keep",
             Phase::Initial => "table-1",
             Phase::Adjust => "algorithm-1",
+            Phase::Pinned => "pinned",
         }
     }
 }
@@ -393,6 +397,12 @@ pub struct AutoSpec {
     pub expert_chunk: bool,
     /// Capacity of each loop's [`Record`] in runs.
     pub record_runs: usize,
+    /// A portfolio index every instance runs, whatever the method chooses
+    /// (`pin=<schedule>`). The method still decides and observes, the
+    /// measurements and the record are kept as usual: this is how the cost
+    /// of the selection mechanism itself is measured against the plain
+    /// schedule (issue 4: auto pinned to STATIC on a balanced loop).
+    pub pin: Option<usize>,
 }
 
 impl AutoSpec {
@@ -404,6 +414,7 @@ impl AutoSpec {
             seed: 0,
             expert_chunk: true,
             record_runs: DEFAULT_RECORD_RUNS,
+            pin: None,
         }
     }
 
@@ -427,12 +438,12 @@ impl AutoSpec {
         LoopSelector::new(self, stream)
     }
 
-    /// The canonical text: `auto,<method>`, in the spec grammar when a seed
-    /// or the expert chunk differs from the default
-    /// (`auto:method=random,seed=7,expert-chunk=0`).
+    /// The canonical text: `auto,<method>`, in the spec grammar when a seed,
+    /// the expert chunk or a pin differs from the default
+    /// (`auto:method=random,seed=7,expert-chunk=0,pin=static`).
     pub fn text(&self) -> String {
         let mut text = String::from("auto");
-        if self.seed == 0 && self.expert_chunk {
+        if self.seed == 0 && self.expert_chunk && self.pin.is_none() {
             text.push(',');
             text.push_str(self.method.name());
             return text;
@@ -445,12 +456,17 @@ impl AutoSpec {
         if !self.expert_chunk {
             text.push_str(",expert-chunk=0");
         }
+        if let Some(i) = self.pin {
+            text.push_str(",pin=");
+            text.push_str(AUTO4OMP_PORTFOLIO[i]);
+        }
         text
     }
 }
 
 /// Parses `auto[,method]` (OpenMP style, case-insensitive, spaces ignored)
-/// or `auto:method=m,seed=s,expert-chunk=0|1` (spec grammar). Returns `None`
+/// or `auto:method=m,seed=s,expert-chunk=0|1,pin=<schedule>` (spec grammar;
+/// `pin` names a portfolio schedule, see [`AutoSpec::pin`]). Returns `None`
 /// when the text does not name `auto`, so a context can fall back to
 /// [`dls::parse_schedule`]; `auto` alone is `auto,keel`. An unknown method
 /// is [`PolicyError::UnknownPolicy`] listing the valid methods.
@@ -500,19 +516,36 @@ fn parse_auto_openmp(text: &str) -> Result<AutoSpec, PolicyError> {
 fn parse_auto_spec(text: &str) -> Result<AutoSpec, PolicyError> {
     let mut spec = Spec::parse(text.trim())?;
     spec.name = spec.name.to_ascii_lowercase();
-    spec.check_keys(&["method", "seed", "expert-chunk"])?;
+    spec.check_keys(&["method", "seed", "expert-chunk", "pin"])?;
     let method = match spec.token("method")? {
         None => Method::Keel,
         Some(name) => Method::from_name(&name.to_ascii_lowercase())?,
     };
     let seed = spec.parsed::<u64>("seed", "an integer >= 0")?.unwrap_or(0);
     let expert_chunk = spec.choice("expert-chunk", &["0", "1"])? != Some("0");
+    let pin = match spec.token("pin")? {
+        None => None,
+        Some(name) => {
+            let name = name.to_ascii_lowercase();
+            let index = AUTO4OMP_PORTFOLIO.iter().position(|&s| s == name);
+            Some(index.ok_or_else(|| unknown_portfolio_schedule(&name))?)
+        }
+    };
     Ok(AutoSpec {
         method,
         seed,
         expert_chunk,
         record_runs: DEFAULT_RECORD_RUNS,
+        pin,
     })
+}
+
+fn unknown_portfolio_schedule(name: &str) -> PolicyError {
+    PolicyError::UnknownPolicy {
+        family: "portfolio schedule",
+        name: name.to_string(),
+        valid: AUTO4OMP_PORTFOLIO.iter().map(|s| s.to_string()).collect(),
+    }
 }
 
 /// A `KEEL_SCHEDULE` setting: one fixed schedule, or selection per instance.
@@ -601,6 +634,7 @@ pub struct LoopSelector {
     method: Method,
     machine: Machine,
     expert_chunk: bool,
+    pin: Option<usize>,
     /// The choice made but not yet observed.
     pending: Option<(usize, Phase)>,
     record: Record,
@@ -619,6 +653,7 @@ impl LoopSelector {
             method: spec.method,
             machine,
             expert_chunk: spec.expert_chunk,
+            pin: spec.pin,
             pending: None,
             record: Record::with_capacity(spec.record_runs),
         }
@@ -639,6 +674,10 @@ impl LoopSelector {
             None => self.machine.as_select().next(),
         };
         self.pending = Some((index, phase));
+        let (index, phase) = match self.pin {
+            Some(pinned) => (pinned, Phase::Pinned),
+            None => (index, phase),
+        };
         let instance = self.record.instances();
         self.record.push(index, phase);
         let chunk = if self.expert_chunk {

@@ -312,3 +312,46 @@ fn selectors_are_send() {
     send::<LoopSelector>();
     send::<AutoSpec>();
 }
+
+#[test]
+fn a_pin_overrides_every_choice_while_the_method_still_runs() {
+    let spec = parse_auto("auto:method=exhaustive,pin=static,expert-chunk=0")
+        .unwrap()
+        .unwrap();
+    assert_eq!(spec.pin, Some(0));
+    assert_eq!(
+        spec.text(),
+        "auto:method=exhaustive,expert-chunk=0,pin=static"
+    );
+    assert_eq!(parse_auto(&spec.text()).unwrap().unwrap(), spec);
+    let mut sel = spec.selector(0);
+    let mut times = [0.04; 12];
+    times[5] = 0.01;
+    for _ in 0..30 {
+        let choice = sel.choose(1000, 2);
+        assert_eq!(
+            (choice.index, choice.phase, choice.chunk),
+            (0, Phase::Pinned, None)
+        );
+        sel.observe(&Measurement::new(times[choice.index], 5.0))
+            .unwrap();
+    }
+    assert_eq!(sel.record().runs().len(), 1);
+    assert_eq!(sel.record().runs()[0].len, 30);
+    assert_eq!(sel.record().exploration_instances(), 0);
+}
+
+#[test]
+fn a_pin_must_name_a_portfolio_schedule() {
+    let err = parse_auto("auto:pin=dynamic")
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("dynamic"), "{err}");
+    assert!(err.contains("static, ss, tss"), "{err}");
+    assert_eq!(
+        parse_auto("auto:pin=AWF-C").unwrap().unwrap().pin,
+        Some(8),
+        "names are case-insensitive like the method's"
+    );
+}
