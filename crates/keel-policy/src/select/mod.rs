@@ -397,12 +397,9 @@ pub struct AutoSpec {
     pub expert_chunk: bool,
     /// Capacity of each loop's [`Record`] in runs.
     pub record_runs: usize,
-    /// A portfolio index every instance runs, whatever the method chooses
-    /// (`pin=<schedule>`). The method still decides and observes, the
-    /// measurements and the record are kept as usual: this is how the cost
-    /// of the selection mechanism itself is measured against the plain
-    /// schedule (issue 4: auto pinned to STATIC on a balanced loop).
-    pub pin: Option<usize>,
+    /// See [`AutoSpec::pin`]; private so that it is always a portfolio
+    /// index.
+    pin: Option<usize>,
 }
 
 impl AutoSpec {
@@ -429,6 +426,29 @@ impl AutoSpec {
     /// The same spec with another seed.
     pub fn with_seed(self, seed: u64) -> Self {
         AutoSpec { seed, ..self }
+    }
+
+    /// The portfolio index every instance runs whatever the method chooses
+    /// (`pin=<schedule>`), if any. The method still decides and observes,
+    /// the measurements and the record are kept as usual: this measures
+    /// the cost of the selection mechanism itself against the plain
+    /// schedule (issue 4: auto pinned to STATIC on a balanced loop).
+    pub fn pin(&self) -> Option<usize> {
+        self.pin
+    }
+
+    /// The same spec pinned to the portfolio schedule `schedule`
+    /// (case-insensitive); any other name is
+    /// [`PolicyError::UnknownPolicy`] listing the twelve.
+    pub fn with_pin(self, schedule: &str) -> Result<Self, PolicyError> {
+        let name = schedule.trim().to_ascii_lowercase();
+        let index = AUTO4OMP_PORTFOLIO.iter().position(|&s| s == name);
+        let pin = Some(index.ok_or_else(|| PolicyError::UnknownPolicy {
+            family: "portfolio schedule",
+            name,
+            valid: AUTO4OMP_PORTFOLIO.iter().map(|s| s.to_string()).collect(),
+        })?);
+        Ok(AutoSpec { pin, ..self })
     }
 
     /// A fresh selector for one loop. `stream` separates the random streams
@@ -523,28 +543,16 @@ fn parse_auto_spec(text: &str) -> Result<AutoSpec, PolicyError> {
     };
     let seed = spec.parsed::<u64>("seed", "an integer >= 0")?.unwrap_or(0);
     let expert_chunk = spec.choice("expert-chunk", &["0", "1"])? != Some("0");
-    let pin = match spec.token("pin")? {
-        None => None,
-        Some(name) => {
-            let name = name.to_ascii_lowercase();
-            let index = AUTO4OMP_PORTFOLIO.iter().position(|&s| s == name);
-            Some(index.ok_or_else(|| unknown_portfolio_schedule(&name))?)
-        }
-    };
-    Ok(AutoSpec {
+    let auto = AutoSpec {
         method,
         seed,
         expert_chunk,
         record_runs: DEFAULT_RECORD_RUNS,
-        pin,
-    })
-}
-
-fn unknown_portfolio_schedule(name: &str) -> PolicyError {
-    PolicyError::UnknownPolicy {
-        family: "portfolio schedule",
-        name: name.to_string(),
-        valid: AUTO4OMP_PORTFOLIO.iter().map(|s| s.to_string()).collect(),
+        pin: None,
+    };
+    match spec.token("pin")? {
+        None => Ok(auto),
+        Some(schedule) => auto.with_pin(schedule),
     }
 }
 

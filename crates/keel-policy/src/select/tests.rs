@@ -318,7 +318,7 @@ fn a_pin_overrides_every_choice_while_the_method_still_runs() {
     let spec = parse_auto("auto:method=exhaustive,pin=static,expert-chunk=0")
         .unwrap()
         .unwrap();
-    assert_eq!(spec.pin, Some(0));
+    assert_eq!(spec.pin(), Some(0));
     assert_eq!(
         spec.text(),
         "auto:method=exhaustive,expert-chunk=0,pin=static"
@@ -350,7 +350,7 @@ fn a_pin_must_name_a_portfolio_schedule() {
     assert!(err.contains("dynamic"), "{err}");
     assert!(err.contains("static, ss, tss"), "{err}");
     assert_eq!(
-        parse_auto("auto:pin=AWF-C").unwrap().unwrap().pin,
+        parse_auto("auto:pin=AWF-C").unwrap().unwrap().pin(),
         Some(8),
         "names are case-insensitive like the method's"
     );
