@@ -69,6 +69,18 @@
 //!   same allowance, threshold and clipping rules runs over the warm-up
 //!   instances and every later one, and raises the alarm when the
 //!   imbalance lastingly exceeds the baseline.
+//! - **Re-exploration when imbalance costs on average.** Both detectors
+//!   above clip each instance so that outliers cannot raise an alarm; but
+//!   on a shared machine a schedule that fixes each thread's share (STATIC)
+//!   meets outliers of its own: a thread slowed by another process delays
+//!   its whole share, where a dynamic schedule hands the rest to the other
+//!   threads. Such bursts cost on average what they cost when they happen
+//!   times how often, and the mean LIB over the last [`IMBALANCE_WINDOW`]
+//!   instances says exactly that (the fraction a balanced run would have
+//!   saved). When it exceeds the accepted imbalance by more than
+//!   [`MIN_SHIFT`], the search re-opens with the incumbent's sample taken
+//!   from that window (its mean time and mean LIB) rather than measured
+//!   again: one quiet instance must not re-elect it.
 //! - **The incumbent first.** An alarm re-opens the search with fresh
 //!   samples and every schedule eligible, but the schedule that was
 //!   chosen is measured first: when the loop merely became heavier and
@@ -115,6 +127,8 @@ pub const ALARM_SIGMAS: f64 = 8.0;
 /// One instance adds at most `threshold / CONFIRM_INSTANCES` to a CUSUM sum:
 /// an alarm needs at least this many instances past the shift.
 pub const CONFIRM_INSTANCES: f64 = 3.0;
+/// Exploited instances over which the mean imbalance is watched.
+pub const IMBALANCE_WINDOW: usize = 16;
 
 /// Consistency constant of the median absolute deviation for a normal law.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -177,6 +191,12 @@ pub struct KeelSel {
     imbalance_base: f64,
     imbalance_noise: f64,
     imbalance_up: f64,
+    /// Per-iteration times and imbalance fractions of the last
+    /// [`IMBALANCE_WINDOW`] exploited instances (a ring).
+    recent_times: [f64; IMBALANCE_WINDOW],
+    recent_imbalance: [f64; IMBALANCE_WINDOW],
+    recent_filled: usize,
+    recent_next: usize,
 }
 
 impl Default for KeelSel {
@@ -207,6 +227,10 @@ impl Default for KeelSel {
             imbalance_base: 0.0,
             imbalance_noise: NOISE_FLOOR,
             imbalance_up: 0.0,
+            recent_times: [0.0; IMBALANCE_WINDOW],
+            recent_imbalance: [0.0; IMBALANCE_WINDOW],
+            recent_filled: 0,
+            recent_next: 0,
         }
     }
 }
@@ -244,14 +268,24 @@ impl KeelSel {
         robust_sigma(window).max(NOISE_FLOOR)
     }
 
-    fn start_exploration(&mut self) {
+    /// Re-opens the search. With `incumbent_sample` (a per-iteration time
+    /// and an imbalance fraction), the incumbent counts as measured in round
+    /// 1 with that sample; without, it is measured first.
+    fn start_exploration(&mut self, incumbent_sample: Option<(f64, f64)>) {
         let explorations = self.explorations + 1;
-        let incumbent = Some(self.winner);
+        let incumbent = self.winner;
         *self = KeelSel {
             explorations,
-            incumbent,
+            incumbent: Some(incumbent),
             ..KeelSel::default()
         };
+        if let Some((time, imbalance)) = incumbent_sample {
+            self.samples[incumbent][0] = time;
+            self.sample_imbalance[incumbent][0] = imbalance;
+            self.counts[incumbent] = 1;
+            self.remaining &= !(1 << incumbent);
+            self.bound = time * (1.0 - imbalance);
+        }
     }
 
     fn median(&self, i: usize) -> f64 {
@@ -281,6 +315,8 @@ impl KeelSel {
         self.down = 0.0;
         self.imbalance_seen = 0;
         self.imbalance_up = 0.0;
+        self.recent_filled = 0;
+        self.recent_next = 0;
         let mut accepted = self.sample_imbalance[winner];
         let n = usize::from(self.counts[winner]);
         self.imbalance_base = if n == 0 {
@@ -405,9 +441,23 @@ impl KeelSel {
             // An empty instance says nothing about the schedule's time.
             return;
         }
-        if self.imbalance_alarm(lib / 100.0) {
-            self.start_exploration();
+        let g = lib / 100.0;
+        self.recent_times[self.recent_next] = x;
+        self.recent_imbalance[self.recent_next] = g;
+        self.recent_next = (self.recent_next + 1) % IMBALANCE_WINDOW;
+        self.recent_filled = (self.recent_filled + 1).min(IMBALANCE_WINDOW);
+        if self.imbalance_alarm(g) {
+            self.start_exploration(None);
             return;
+        }
+        if self.recent_filled == IMBALANCE_WINDOW {
+            let window = IMBALANCE_WINDOW as f64;
+            let mean_imbalance = self.recent_imbalance.iter().sum::<f64>() / window;
+            if mean_imbalance - self.imbalance_base > MIN_SHIFT {
+                let mean_time = self.recent_times.iter().sum::<f64>() / window;
+                self.start_exploration(Some((mean_time, mean_imbalance)));
+                return;
+            }
         }
         let y = x.ln();
         if self.exploited == 0 {
@@ -439,7 +489,7 @@ impl KeelSel {
         self.up = (self.up + residual.min(clip) - allowance).max(0.0);
         self.down = (self.down + (-residual).min(clip) - allowance).max(0.0);
         if self.up > threshold || self.down > threshold {
-            self.start_exploration();
+            self.start_exploration(None);
         }
     }
 }
