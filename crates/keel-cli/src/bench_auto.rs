@@ -150,7 +150,8 @@ impl ProgramRun {
 /// median across the repeats. A method compared by the median of its
 /// repeat totals instead would carry every repeat's slow bursts against an
 /// Oracle whose per-instance medians filter them out (measured here on
-/// LavaMD: the two estimates of one run differ by 1–4 %).
+/// LavaMD: the two estimates of the same repeats differed by 1–4 %, and
+/// by more, either way, when one repeat ran slow throughout).
 fn sum_of_instance_medians(runs: &[ProgramRun]) -> f64 {
     let instances = runs.iter().map(|r| r.times.len()).min().unwrap_or(0);
     let mut column = Vec::with_capacity(runs.len());
