@@ -35,8 +35,7 @@
 //!   gain more than the margin: round 1 stops there. A balanced loop (the
 //!   GROMACS-like one) thus settles on STATIC after one instance.
 //! - **Cheap schedules win ties.** Among schedules whose medians are within
-//!   [`TIE_MARGIN`] of the best (when round 1 stops early: among those
-//!   within [`TIE_MARGIN`] of the bound), the lowest portfolio index is chosen: the
+//!   [`TIE_MARGIN`] of the best, the lowest portfolio index is chosen: the
 //!   portfolio is ordered by increasing scheduling overhead, and on short
 //!   loops overhead is what differs.
 //! - **Re-exploration only on a sustained shift.** While exploiting, the
@@ -78,15 +77,10 @@
 //!   threads. Such bursts cost on average what they cost when they happen
 //!   times how often, and the mean LIB over the last [`IMBALANCE_WINDOW`]
 //!   instances says exactly that (the fraction a balanced run would have
-//!   saved). A winner that round 1's imbalance bound accepted was chosen
-//!   *because* it ran within [`TIE_MARGIN`] of a balanced run, on one
-//!   sample; when its window mean LIB exceeds [`TIE_MARGIN`], that premise
-//!   no longer holds. Any other winner was chosen on medians, imbalance
-//!   included; it is questioned when its window mean LIB exceeds the
-//!   imbalance its samples showed by more than [`MIN_SHIFT`]. Either way
-//!   the search re-opens with the incumbent's sample taken from the window
-//!   (its mean time and mean LIB) rather than measured again: one quiet
-//!   instance must not re-elect it.
+//!   saved). When it exceeds the accepted imbalance by more than
+//!   [`MIN_SHIFT`], the search re-opens with the incumbent's sample taken
+//!   from that window (its mean time and mean LIB) rather than measured
+//!   again: one quiet instance must not re-elect it.
 //! - **The incumbent first.** An alarm re-opens the search with fresh
 //!   samples and every schedule eligible, but the schedule that was
 //!   chosen is measured first: when the loop merely became heavier and
@@ -197,8 +191,6 @@ pub struct KeelSel {
     imbalance_base: f64,
     imbalance_noise: f64,
     imbalance_up: f64,
-    /// Whether the winner ended round 1 through the imbalance bound.
-    within_bound: bool,
     /// Per-iteration times and imbalance fractions of the last
     /// [`IMBALANCE_WINDOW`] exploited instances (a ring).
     recent_times: [f64; IMBALANCE_WINDOW],
@@ -235,7 +227,6 @@ impl Default for KeelSel {
             imbalance_base: 0.0,
             imbalance_noise: NOISE_FLOOR,
             imbalance_up: 0.0,
-            within_bound: false,
             recent_times: [0.0; IMBALANCE_WINDOW],
             recent_imbalance: [0.0; IMBALANCE_WINDOW],
             recent_filled: 0,
@@ -314,10 +305,9 @@ impl KeelSel {
             .unwrap_or(0)
     }
 
-    fn exploit(&mut self, winner: usize, within_bound: bool) {
+    fn exploit(&mut self, winner: usize) {
         self.mode = Mode::Exploit;
         self.winner = winner;
-        self.within_bound = within_bound;
         self.exploited = 0;
         self.filled = 0;
         self.next_slot = 0;
@@ -353,16 +343,9 @@ impl KeelSel {
             let fastest = Self::members(tried)
                 .map(first)
                 .fold(f64::INFINITY, f64::min);
-            let near_bound = (1.0 + TIE_MARGIN) * self.bound;
-            if fastest <= near_bound {
-                // Ties are among the schedules within the margin of the
-                // bound themselves: a cheaper one that ties the fastest only
-                // through its own imbalance is not what ended the search.
-                let balanced = Self::members(tried)
-                    .filter(|&j| first(j) <= near_bound)
-                    .fold(0u16, |set, j| set | (1 << j));
-                let winner = Self::cheapest_tie(balanced, first);
-                self.exploit(winner, true);
+            if fastest <= (1.0 + TIE_MARGIN) * self.bound {
+                let winner = Self::cheapest_tie(tried, first);
+                self.exploit(winner);
                 return;
             }
         }
@@ -419,7 +402,7 @@ impl KeelSel {
         self.round += 1;
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
             let winner = Self::cheapest_tie(self.active, |j| self.median(j));
-            self.exploit(winner, false);
+            self.exploit(winner);
         } else {
             self.remaining = self.active;
         }
@@ -470,12 +453,7 @@ impl KeelSel {
         if self.recent_filled == IMBALANCE_WINDOW {
             let window = IMBALANCE_WINDOW as f64;
             let mean_imbalance = self.recent_imbalance.iter().sum::<f64>() / window;
-            let questioned = if self.within_bound {
-                mean_imbalance > TIE_MARGIN
-            } else {
-                mean_imbalance - self.imbalance_base > MIN_SHIFT
-            };
-            if questioned {
+            if mean_imbalance - self.imbalance_base > MIN_SHIFT {
                 let mean_time = self.recent_times.iter().sum::<f64>() / window;
                 self.start_exploration(Some((mean_time, mean_imbalance)));
                 return;
