@@ -428,11 +428,14 @@ fn an_objects_load_counts_the_chunks_thieves_ran_for_it() {
 #[test]
 fn with_stealing_each_pu_runs_its_lightest_objects_first() {
     let pool = pool(2);
-    let sleep = std::time::Duration::from_micros(200);
-    // Every object on PU 0 (PU 1 unavailable), heaviest first by id.
-    let objects: Vec<Sleeper> = (0..4)
+    let sleep = std::time::Duration::from_micros(500);
+    // Every object on PU 0 (PU 1 unavailable), heaviest first by id, each a
+    // quarter of the one before (32, 8, 2 and 0.5 ms): a stall of this
+    // shared machine (a few ms at times) must not reorder them, as it did
+    // at 3.2 / 2.4 / 1.6 / 0.8 ms.
+    let objects: Vec<Sleeper> = (0..4u32)
         .map(|k| Sleeper {
-            iterations: 4 * (4 - k),
+            iterations: 4usize.pow(3 - k),
             sleep,
         })
         .collect();
