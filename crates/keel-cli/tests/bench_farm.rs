@@ -31,11 +31,44 @@ fn bench_farm_json_has_every_policy_row_and_the_overhead() {
         .iter()
         .map(|r| r["policy"].as_str().unwrap())
         .collect();
-    for p in ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"] {
+    for p in [
+        "rr",
+        "arrs",
+        "arrs-adaptive",
+        "on-demand",
+        "shortest-queue",
+        "known-split",
+    ] {
         assert!(policies.contains(&p), "{p} missing: {policies:?}");
+    }
+    // The known-speed baseline gives the fast worker 0 the model's share:
+    // S = (s + 1)/2, so worker 0 gets s/(s + 1) = 1 − 1/(2S) of the items.
+    for r in b["rows"].as_array().unwrap() {
+        if r["policy"] != "known-split" {
+            continue;
+        }
+        let per: Vec<f64> = r["per_worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let share = per[0] / (per[0] + per[1]);
+        let expected = 1.0 - 1.0 / (2.0 * r["model"].as_f64().unwrap());
+        let n = per[0] + per[1];
+        assert!(
+            (share - expected).abs() <= 1.0 / n,
+            "worker 0 got {share} of the items, the speeds say {expected}"
+        );
     }
     for r in b["rows"].as_array().unwrap() {
         assert!(r["mean_s"].as_f64().unwrap() > 0.0);
+        // Time in tasks is measured inside the run: within (0, 100] %.
+        let busy = r["busy_percent"].as_array().unwrap();
+        assert_eq!(busy.len(), 2);
+        assert!(busy
+            .iter()
+            .all(|b| (0.0..=100.0).contains(&b.as_f64().unwrap()) && b.as_f64().unwrap() > 0.0));
         assert!(r["model"].as_f64().unwrap() > 1.0);
         let items: u64 = r["per_worker"]
             .as_array()
