@@ -94,6 +94,8 @@ pub struct Overhead {
     pub ns_per_item: f64,
     /// Fastest and slowest run, ns per item.
     pub range: (f64, f64),
+    /// For `arrs`: the median over paired runs of its time over `rr`'s.
+    pub vs_rr: Option<f64>,
 }
 
 /// The whole run.
@@ -501,35 +503,50 @@ fn experiment_e(plan: &Plan) -> Result<Experiment, CliError> {
     })
 }
 
-/// Per-item cost with empty tasks.
+/// Per-item cost with empty tasks: `rr` and `arrs` alternate run by run
+/// (this machine's speed drifts by tens of percent within minutes), and
+/// `arrs`'s ratio to `rr` is the median of the ratios of paired runs.
 fn overhead(plan: &Plan) -> Result<Vec<Overhead>, CliError> {
     let items = if plan.quick { 300_000 } else { 2_000_000 };
     let reps = plan.runs.max(3);
+    let policies = ["rr", "arrs"];
     let mut out = Vec::new();
     for workers in [1, 2] {
-        for policy in ["rr", "arrs"] {
-            let mut farm = build(policy, workers, None)?;
-            let mut ns: Vec<f64> = (0..reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    farm.run(0..items, |_, i| {
-                        black_box(i);
-                    })
-                    .map_err(farm_error)?;
-                    Ok(t.elapsed().as_secs_f64() * 1e9 / items as f64)
+        let mut farms: Vec<Farm> = policies
+            .iter()
+            .map(|p| build(p, workers, None))
+            .collect::<Result<_, _>>()?;
+        let mut ns = vec![Vec::with_capacity(reps); policies.len()];
+        for _ in 0..reps {
+            for (i, farm) in farms.iter_mut().enumerate() {
+                let t = Instant::now();
+                farm.run(0..items, |_, i| {
+                    black_box(i);
                 })
-                .collect::<Result<_, CliError>>()?;
-            ns.sort_by(f64::total_cmp);
+                .map_err(farm_error)?;
+                ns[i].push(t.elapsed().as_secs_f64() * 1e9 / items as f64);
+            }
+        }
+        let mut ratios: Vec<f64> = ns[1].iter().zip(&ns[0]).map(|(x, rr)| x / rr).collect();
+        for (i, policy) in policies.iter().enumerate() {
+            let mut sorted = ns[i].clone();
+            sorted.sort_by(f64::total_cmp);
             out.push(Overhead {
-                policy: policy.into(),
+                policy: policy.to_string(),
                 workers,
                 items,
-                ns_per_item: ns[ns.len() / 2],
-                range: (ns[0], ns[ns.len() - 1]),
+                ns_per_item: sorted[sorted.len() / 2],
+                range: (sorted[0], sorted[sorted.len() - 1]),
+                vs_rr: (i > 0).then(|| median(&mut ratios)),
             });
         }
     }
     Ok(out)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// `keel bench farm`.
@@ -656,7 +673,7 @@ pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliEr
 fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError> {
     writeln!(
         out,
-        "(overhead) per-item cost with empty tasks, no collector (median; goal rr ≤ 50 ns, arrs ≤ 1.2 × rr)"
+        "(overhead) per-item cost with empty tasks, no collector, rr and arrs alternating run by run (median; goal rr ≤ 50 ns, arrs ≤ 1.2 × rr)"
     )?;
     let mut table = vec![[
         "policy".to_string(),
@@ -664,6 +681,7 @@ fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError
         "items".into(),
         "ns/item".into(),
         "range".into(),
+        "× rr (paired)".into(),
     ]];
     for r in rows {
         table.push([
@@ -672,6 +690,7 @@ fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError
             r.items.to_string(),
             format!("{:.1}", r.ns_per_item),
             format!("{:.1}–{:.1}", r.range.0, r.range.1),
+            r.vs_rr.map_or(String::new(), |x| format!("{x:.3}")),
         ]);
     }
     for line in report::align(&table) {

@@ -83,6 +83,15 @@ fn bench_farm_json_has_every_policy_row_and_the_overhead() {
     assert!(overhead
         .iter()
         .all(|o| o["ns_per_item"].as_f64().unwrap() > 0.0));
+    // arrs's rows carry the paired ratio to rr; rr's do not.
+    for o in overhead {
+        let paired = &o["vs_rr"];
+        if o["policy"] == "rr" {
+            assert!(paired.is_null());
+        } else {
+            assert!(paired.as_f64().unwrap() > 0.0);
+        }
+    }
 }
 
 #[test]
