@@ -72,8 +72,14 @@ use crate::pool::WaitPolicy;
 /// that an idle emitter or collector hands its core to a worker.
 pub const DEFAULT_FARM_SPINS: u32 = 1 << 10;
 
-/// Items the emitter dispatches before it looks at the collector again.
-const DISPATCH_BATCH: usize = 256;
+/// Items the emitter dispatches before it flushes its queues (publishes
+/// and notifies) and looks at the collector again. A worker that has run
+/// dry sees nothing of a batch until its flush, and under ARRS every block
+/// starts with the workers nearly dry (the emitter waited for them to
+/// reach the marker): 64 items keep that wait to a few microseconds, at
+/// one notify per worker per 64 items (with empty tasks, 256 made `arrs`
+/// cost 1.2–1.35× `rr` per item here, 64 about 1.05–1.2×, `rr` unchanged).
+const DISPATCH_BATCH: usize = 64;
 
 /// Results the collector takes from one worker before the next.
 const COLLECT_BATCH: usize = 256;
@@ -700,6 +706,10 @@ where
                             let _ = input.push_past_capacity_deferred(Msg::Marker(block));
                             marker_sent[w] = block;
                         }
+                        // At once, not at the batch's end: the marker goes
+                        // out NEAR_END items early so that a worker reaches
+                        // it while the emitter sends the rest of the block.
+                        input.flush();
                     }
                 }
             }
