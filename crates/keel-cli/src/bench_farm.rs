@@ -278,22 +278,22 @@ fn experiment_a(plan: &Plan) -> Result<Experiment, CliError> {
     })
 }
 
-/// The fast worker's speed relative to a slow one, measured now.
+/// The fast worker's speed relative to a slow one, measured now: slow and
+/// fast batches alternate and the median of the paired ratios is taken, so
+/// that a drift of this machine's speed during the measurement (tens of
+/// percent within minutes here) does not enter the ratio.
 fn fast_speed(w: &Primes) -> f64 {
-    let time = |limit: u32, reps: usize| {
-        let mut v: Vec<f64> = (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                for _ in 0..20 {
-                    black_box(count_primes(black_box(limit)));
-                }
-                t.elapsed().as_secs_f64()
-            })
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+    let batch = |limit: u32| {
+        let t = Instant::now();
+        for _ in 0..20 {
+            black_box(count_primes(black_box(limit)));
+        }
+        t.elapsed().as_secs_f64()
     };
-    time(w.limit, 9) / time(w.fast_limit, 9)
+    let mut ratios: Vec<f64> = (0..21)
+        .map(|_| batch(w.limit) / batch(w.fast_limit))
+        .collect();
+    median(&mut ratios)
 }
 
 /// The row label of [`KnownSpeedSplit`] in (b).
