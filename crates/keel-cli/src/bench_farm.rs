@@ -137,6 +137,18 @@ fn build(policy: &str, workers: usize, pin: Option<Vec<usize>>) -> Result<Farm, 
         .map_err(|e| CliError::Usage(format!("farm `{policy}`: {e}")))
 }
 
+/// One farm per policy, labelled with its spec.
+fn build_labelled(
+    policies: &[&str],
+    workers: usize,
+    pin: Option<Vec<usize>>,
+) -> Result<Vec<(String, Farm)>, CliError> {
+    policies
+        .iter()
+        .map(|p| Ok((p.to_string(), build(p, workers, pin.clone())?)))
+        .collect()
+}
+
 /// Times `policies` on one task set, interleaved run by run; the first
 /// policy is the reference (`rr`).
 fn compare(
@@ -148,10 +160,7 @@ fn compare(
     model: Option<f64>,
     mut run: impl FnMut(&mut Farm) -> Result<FarmReport, CliError>,
 ) -> Result<Vec<Row>, CliError> {
-    let farms = policies
-        .iter()
-        .map(|p| Ok((p.to_string(), build(p, workers, pin.clone())?)))
-        .collect::<Result<_, CliError>>()?;
+    let farms = build_labelled(policies, workers, pin)?;
     compare_farms(plan, size, farms, model, |farm| {
         Ok(Measured {
             report: run(farm)?,
@@ -372,10 +381,7 @@ fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
         let w = Primes { tasks: n, ..base };
-        let mut farms: Vec<(String, Farm)> = policies
-            .iter()
-            .map(|p| Ok((p.to_string(), build(p, 2, None)?)))
-            .collect::<Result<_, CliError>>()?;
+        let mut farms = build_labelled(&policies, 2, None)?;
         // Worker 0 is the fast one (`fast-workers=1`).
         let split = Farm::builder()
             .workers(2)
