@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::cli::BenchLoopsArgs;
 use crate::error::CliError;
-use crate::report;
+use crate::report::{self, median};
 
 /// Every loop schedule name of DESIGN.md (Conventions), in its order, with
 /// the OpenMP names `dynamic` and `guided` for `ss` and `gss`.
@@ -120,16 +120,6 @@ pub fn serial_time(w: &dyn LoopWorkload, reps: usize) -> f64 {
         })
         .collect();
     median(&mut times)
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Runs `schedule` for `reps` instances of `w`'s loop on the global pool.

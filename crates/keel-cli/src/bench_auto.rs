@@ -31,7 +31,7 @@ use serde::Serialize;
 use crate::bench::global_threads;
 use crate::cli::BenchAutoArgs;
 use crate::error::CliError;
-use crate::report;
+use crate::report::{self, median};
 
 /// The workloads the bench runs by default (their pinned defaults).
 pub const WORKLOADS: [&str; 5] = [
@@ -248,19 +248,6 @@ fn run_interleaved(
         }
     }
     Ok(())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 /// Runs the whole evaluation of one workload.

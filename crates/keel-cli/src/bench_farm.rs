@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::cli::BenchFarmArgs;
 use crate::error::CliError;
-use crate::report;
+use crate::report::{self, median};
 
 /// The experiments, in order.
 pub const EXPERIMENTS: [&str; 6] = ["a", "b", "c", "d", "e", "overhead"];
@@ -548,11 +548,6 @@ fn overhead(plan: &Plan) -> Result<Vec<Overhead>, CliError> {
         }
     }
     Ok(out)
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// `keel bench farm`.

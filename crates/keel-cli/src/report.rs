@@ -270,6 +270,18 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// The median of `values` (NaN for none), sorting them; the mean of the two
+/// middle values for an even count.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,13 +101,4 @@ pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// The median of `values` (NaN for none), sorting them.
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
+pub(crate) use crate::report::median;
