@@ -320,6 +320,9 @@ pub const KNOWN_SPLIT: &str = "known-split";
 struct KnownSpeedSplit {
     /// Relative speed of each worker (workers past the list count as 1).
     speeds: Vec<f64>,
+    /// `speeds` resolved for the stream's workers, and their sum.
+    weights: Vec<f64>,
+    total: f64,
     credit: Vec<f64>,
 }
 
@@ -327,12 +330,10 @@ impl KnownSpeedSplit {
     fn new(speeds: Vec<f64>) -> Self {
         KnownSpeedSplit {
             speeds,
+            weights: Vec::new(),
+            total: 0.0,
             credit: Vec::new(),
         }
-    }
-
-    fn speed(&self, worker: usize) -> f64 {
-        self.speeds.get(worker).copied().unwrap_or(1.0)
     }
 }
 
@@ -345,6 +346,10 @@ impl Dispatch for KnownSpeedSplit {
 
     fn start(&mut self, config: &FarmConfig) -> Result<(), keel_policy::farm::FarmError> {
         let config = FarmConfig::new(config.workers, config.capacity)?;
+        self.weights = (0..config.workers)
+            .map(|w| self.speeds.get(w).copied().unwrap_or(1.0))
+            .collect();
+        self.total = self.weights.iter().sum();
         self.credit = vec![0.0; config.workers];
         Ok(())
     }
@@ -353,21 +358,20 @@ impl Dispatch for KnownSpeedSplit {
         // Each item adds every worker's speed to its credit; the richest
         // worker gets the item and pays the total, so worker `w` receives
         // a `speed(w) / Σ speeds` share, evenly spread over the stream.
-        let total: f64 = (0..self.credit.len()).map(|w| self.speed(w)).sum();
+        let after = |w: usize| self.credit[w] + self.weights[w];
         let mut best = 0;
-        for w in 0..self.credit.len() {
-            self.credit[w] += self.speed(w);
-            if self.credit[w] > self.credit[best] {
+        for w in 1..self.credit.len() {
+            if after(w) > after(best) {
                 best = w;
             }
         }
         if !view.has_room(best) {
-            for w in 0..self.credit.len() {
-                self.credit[w] -= self.speed(w);
-            }
             return Decision::WaitForRoom;
         }
-        self.credit[best] -= total;
+        for (credit, weight) in self.credit.iter_mut().zip(&self.weights) {
+            *credit += weight;
+        }
+        self.credit[best] -= self.total;
         Decision::Send(best)
     }
 }
