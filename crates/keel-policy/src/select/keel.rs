@@ -35,7 +35,8 @@
 //!   gain more than the margin: round 1 stops there. A balanced loop (the
 //!   GROMACS-like one) thus settles on STATIC after one instance.
 //! - **Cheap schedules win ties.** Among schedules whose medians are within
-//!   [`TIE_MARGIN`] of the best, the lowest portfolio index is chosen: the
+//!   [`TIE_MARGIN`] of the best (when round 1 stops early: among those
+//!   within [`TIE_MARGIN`] of the bound), the lowest portfolio index is chosen: the
 //!   portfolio is ordered by increasing scheduling overhead, and on short
 //!   loops overhead is what differs.
 //! - **Re-exploration only on a sustained shift.** While exploiting, the
@@ -77,10 +78,18 @@
 //!   threads. Such bursts cost on average what they cost when they happen
 //!   times how often, and the mean LIB over the last [`IMBALANCE_WINDOW`]
 //!   instances says exactly that (the fraction a balanced run would have
-//!   saved). When it exceeds the accepted imbalance by more than
-//!   [`MIN_SHIFT`], the search re-opens with the incumbent's sample taken
-//!   from that window (its mean time and mean LIB) rather than measured
-//!   again: one quiet instance must not re-elect it.
+//!   saved). A winner that round 1's imbalance bound accepted was chosen
+//!   *because* one sample of it ran within [`TIE_MARGIN`] of a balanced
+//!   run; when its window mean LIB exceeds [`TIE_MARGIN`], that premise no
+//!   longer holds. Any other winner was chosen on medians, imbalance
+//!   included; it is questioned when its window mean LIB exceeds the
+//!   imbalance its samples showed by more than [`MIN_SHIFT`]. Either way
+//!   the search re-opens and measures the incumbent afresh (so a level
+//!   shift inside the window cannot leave a stale time behind), but every
+//!   sample of it in that search is charged at least the window's mean
+//!   imbalance: a sample with mean finish time `T·(1 − g)` counts as
+//!   `T·(1 − g)/(1 − ḡ)` when `g < ḡ`. One quiet instance, or a median of
+//!   quiet ones, must not re-elect it when its bursts cost on average.
 //! - **The incumbent first.** An alarm re-opens the search with fresh
 //!   samples and every schedule eligible, but the schedule that was
 //!   chosen is measured first: when the loop merely became heavier and
@@ -191,9 +200,13 @@ pub struct KeelSel {
     imbalance_base: f64,
     imbalance_noise: f64,
     imbalance_up: f64,
-    /// Per-iteration times and imbalance fractions of the last
-    /// [`IMBALANCE_WINDOW`] exploited instances (a ring).
-    recent_times: [f64; IMBALANCE_WINDOW],
+    /// Whether the winner ended round 1 through the imbalance bound.
+    within_bound: bool,
+    /// In a search opened by the window rule: the incumbent and the
+    /// imbalance fraction each of its samples is charged at least.
+    charged: Option<(usize, f64)>,
+    /// Imbalance fractions of the last [`IMBALANCE_WINDOW`] exploited
+    /// instances (a ring).
     recent_imbalance: [f64; IMBALANCE_WINDOW],
     recent_filled: usize,
     recent_next: usize,
@@ -227,7 +240,8 @@ impl Default for KeelSel {
             imbalance_base: 0.0,
             imbalance_noise: NOISE_FLOOR,
             imbalance_up: 0.0,
-            recent_times: [0.0; IMBALANCE_WINDOW],
+            within_bound: false,
+            charged: None,
             recent_imbalance: [0.0; IMBALANCE_WINDOW],
             recent_filled: 0,
             recent_next: 0,
@@ -268,24 +282,18 @@ impl KeelSel {
         robust_sigma(window).max(NOISE_FLOOR)
     }
 
-    /// Re-opens the search. With `incumbent_sample` (a per-iteration time
-    /// and an imbalance fraction), the incumbent counts as measured in round
-    /// 1 with that sample; without, it is measured first.
-    fn start_exploration(&mut self, incumbent_sample: Option<(f64, f64)>) {
+    /// Re-opens the search; the incumbent is measured first. With
+    /// `charge` (an imbalance fraction), each of the incumbent's samples in
+    /// this search counts as if at least that imbalanced.
+    fn start_exploration(&mut self, charge: Option<f64>) {
         let explorations = self.explorations + 1;
         let incumbent = self.winner;
         *self = KeelSel {
             explorations,
             incumbent: Some(incumbent),
+            charged: charge.map(|g| (incumbent, g)),
             ..KeelSel::default()
         };
-        if let Some((time, imbalance)) = incumbent_sample {
-            self.samples[incumbent][0] = time;
-            self.sample_imbalance[incumbent][0] = imbalance;
-            self.counts[incumbent] = 1;
-            self.remaining &= !(1 << incumbent);
-            self.bound = time * (1.0 - imbalance);
-        }
     }
 
     fn median(&self, i: usize) -> f64 {
@@ -305,9 +313,10 @@ impl KeelSel {
             .unwrap_or(0)
     }
 
-    fn exploit(&mut self, winner: usize) {
+    fn exploit(&mut self, winner: usize, within_bound: bool) {
         self.mode = Mode::Exploit;
         self.winner = winner;
+        self.within_bound = within_bound;
         self.exploited = 0;
         self.filled = 0;
         self.next_slot = 0;
@@ -329,23 +338,35 @@ impl KeelSel {
 
     fn observe_exploration(&mut self, x: f64, lib: f64) {
         let i = self.current;
+        let g = (lib / 100.0).clamp(0.0, 1.0);
+        let balanced = x * (1.0 - g);
+        let (x, g) = match self.charged {
+            Some((incumbent, charge)) if incumbent == i && charge > g && charge < 1.0 => {
+                (balanced / (1.0 - charge), charge)
+            }
+            _ => (x, g),
+        };
         let n = usize::from(self.counts[i]);
         if n < ROUNDS {
             self.samples[i][n] = x;
-            self.sample_imbalance[i][n] = lib / 100.0;
+            self.sample_imbalance[i][n] = g;
             self.counts[i] += 1;
         }
         self.remaining &= !(1 << i);
         if self.round == 0 {
-            self.bound = self.bound.min(x * (1.0 - lib / 100.0));
+            self.bound = self.bound.min(balanced);
             let tried = self.active & !self.remaining;
             let first = |j: usize| self.samples[j][0];
-            let fastest = Self::members(tried)
-                .map(first)
-                .fold(f64::INFINITY, f64::min);
-            if fastest <= (1.0 + TIE_MARGIN) * self.bound {
-                let winner = Self::cheapest_tie(tried, first);
-                self.exploit(winner);
+            let near_bound = (1.0 + TIE_MARGIN) * self.bound;
+            // The tie is among the schedules within the margin of the
+            // bound themselves: a cheaper one that ties the fastest only
+            // through its own imbalance is not what ended the search.
+            let balanced_set = Self::members(tried)
+                .filter(|&j| first(j) <= near_bound)
+                .fold(0u16, |set, j| set | (1 << j));
+            if balanced_set != 0 {
+                let winner = Self::cheapest_tie(balanced_set, first);
+                self.exploit(winner, true);
                 return;
             }
         }
@@ -402,7 +423,7 @@ impl KeelSel {
         self.round += 1;
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
             let winner = Self::cheapest_tie(self.active, |j| self.median(j));
-            self.exploit(winner);
+            self.exploit(winner, false);
         } else {
             self.remaining = self.active;
         }
@@ -442,7 +463,6 @@ impl KeelSel {
             return;
         }
         let g = lib / 100.0;
-        self.recent_times[self.recent_next] = x;
         self.recent_imbalance[self.recent_next] = g;
         self.recent_next = (self.recent_next + 1) % IMBALANCE_WINDOW;
         self.recent_filled = (self.recent_filled + 1).min(IMBALANCE_WINDOW);
@@ -453,9 +473,13 @@ impl KeelSel {
         if self.recent_filled == IMBALANCE_WINDOW {
             let window = IMBALANCE_WINDOW as f64;
             let mean_imbalance = self.recent_imbalance.iter().sum::<f64>() / window;
-            if mean_imbalance - self.imbalance_base > MIN_SHIFT {
-                let mean_time = self.recent_times.iter().sum::<f64>() / window;
-                self.start_exploration(Some((mean_time, mean_imbalance)));
+            let questioned = if self.within_bound {
+                mean_imbalance > TIE_MARGIN
+            } else {
+                mean_imbalance - self.imbalance_base > MIN_SHIFT
+            };
+            if questioned {
+                self.start_exploration(Some(mean_imbalance));
                 return;
             }
         }

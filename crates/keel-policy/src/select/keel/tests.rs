@@ -431,3 +431,90 @@ fn sporadic_imbalance_that_costs_on_average_leaves_static() {
         assert!(total < 1.02 * 1.02 * 300.0, "seed {seed}: {total}");
     }
 }
+
+/// Drives `sel` over a loop whose STATIC (0) is the fastest when
+/// undisturbed (and balanced, so the imbalance bound accepts it at once)
+/// but every fourth instance loses 22 % to one slowed thread (LIB 18 %):
+/// its mean LIB, 4.9 %, leaves the tie it was accepted on while staying
+/// within [`MIN_SHIFT`] of its accepted imbalance (0.5 %). ss (1) is 1 %
+/// slower than a quiet STATIC and never imbalanced. Returns choices and
+/// total.
+fn mildly_bursty_static(
+    sel: &mut KeelSel,
+    instances: u64,
+    seed: u64,
+) -> (Vec<(usize, Phase)>, f64) {
+    let times = [
+        1.0, 1.01, 1.06, 1.05, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
+    ];
+    let mut fake = FakeLoop::new(times, [0.5; 12], 0.005, seed);
+    let mut total = 0.0;
+    let steps = (0..instances)
+        .map(|k| {
+            let (i, phase) = sel.next();
+            let (mut t, mut lib) = fake.run(k, i);
+            if i == 0 && k % 4 == 3 {
+                t *= 1.22;
+                lib = 18.0;
+            }
+            total += t;
+            sel.observe(&Measurement::new(t, lib));
+            (i, phase)
+        })
+        .collect();
+    (steps, total)
+}
+
+#[test]
+fn static_accepted_on_one_balanced_sample_is_questioned_when_its_mean_imbalance_leaves_the_tie() {
+    // STATIC's mean time is 1.055 against ss's 1.01; its mean LIB (4.9 %)
+    // is 4.4 points above the LIB it was accepted with, under the 5-point
+    // shift that questions a winner chosen on medians.
+    for seed in 0..5 {
+        let mut sel = KeelSel::new();
+        let (steps, total) = mildly_bursty_static(&mut sel, 300, 2100 + seed);
+        assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
+        let reopened = steps
+            .iter()
+            .position(|s| s.1 == Phase::Reexplore)
+            .expect("the window's mean imbalance re-opens the search");
+        assert!(reopened <= 1 + IMBALANCE_WINDOW, "seed {seed}: {reopened}");
+        // The incumbent is measured first, and charged its window's mean
+        // imbalance even on a quiet instance: ss wins and stays.
+        assert_eq!(steps[reopened].0, 0, "seed {seed}");
+        assert_eq!(sel.winner(), Some(1), "seed {seed}");
+        assert_eq!(sel.explorations(), 2, "seed {seed}");
+        assert!(total < 1.01 * 1.02 * 300.0, "seed {seed}: {total}");
+    }
+}
+
+#[test]
+fn a_window_alarm_right_after_a_level_shift_measures_the_incumbent_afresh() {
+    // Balanced STATIC wins at once; at instance 40 the loop doubles and
+    // STATIC becomes 30 % imbalanced while GAC (3) is best. The window's
+    // mean LIB leaves the tie on the first instance after the shift, when
+    // the window's times are still almost all from before it: a sample
+    // built from them would make the incumbent look twice as fast as
+    // anything measured now and re-elect it.
+    let a_times = [
+        1.0, 1.02, 1.06, 1.05, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
+    ];
+    let b_times = [2.6, 2.3, 2.2, 2.0, 2.1, 2.2, 2.2, 2.3, 2.3, 2.3, 2.3, 2.2];
+    let mut b_libs = [2.0; 12];
+    b_libs[0] = 30.0;
+    for seed in 0..5 {
+        let mut fake =
+            FakeLoop::new(a_times, [0.5; 12], 0.01, 2200 + seed).then(40, b_times, b_libs);
+        let mut sel = KeelSel::new();
+        let steps = run(&mut sel, &mut fake, 120);
+        assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
+        let reopened = steps
+            .iter()
+            .position(|s| s.1 == Phase::Reexplore)
+            .expect("re-explores after the shift");
+        assert!((40..=43).contains(&reopened), "seed {seed}: {reopened}");
+        assert_eq!(sel.winner(), Some(3), "seed {seed}");
+        assert_eq!(sel.explorations(), 2, "seed {seed}");
+        assert!(steps[100..].iter().all(|s| s.0 == 3), "seed {seed}");
+    }
+}
