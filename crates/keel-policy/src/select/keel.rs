@@ -19,10 +19,17 @@
 //!   round 1 tries each schedule once in portfolio order (cheapest overhead
 //!   first), dropping those slower than [`DOMINATED_RATIO`] × the fastest;
 //!   later rounds re-measure the survivors, in alternating direction (so a
-//!   steady drift of the loop's time cancels out in the survivors'
-//!   medians), and drop those whose median is slower than the best median
-//!   by more than the measured noise allows ([`ELIMINATION_NOISE_K`]
-//!   standard errors of a difference of medians, at least [`TIE_MARGIN`]).
+//!   steady drift of the loop's time within a round cancels out in the
+//!   survivors' medians). Each round is a block: every sample is divided
+//!   by its round's median over the survivors, so a loop whose time moves
+//!   from round to round (a zoom that deepens every step) moves every
+//!   survivor alike and neither the comparison nor the noise estimate
+//!   sees it; the drift within a round, estimated from pairs of
+//!   consecutive rounds (where each schedule's own level cancels), is
+//!   removed first. Survivors whose median relative sample exceeds the best by
+//!   more than the measured noise allows ([`ELIMINATION_NOISE_K`]
+//!   standard errors of a difference of medians, at least [`TIE_MARGIN`])
+//!   are dropped.
 //!   The search ends when one schedule is left, when the noise is so small
 //!   that the survivors are resolved to within a tie, or after [`ROUNDS`]
 //!   samples each: at most `12 + 7·11` instances, usually about 20–30, and the
@@ -178,6 +185,10 @@ pub struct KeelSel {
     /// The imbalance fractions (`LIB/100`) of those samples.
     sample_imbalance: [[f64; ROUNDS]; PORTFOLIO_LEN],
     counts: [u8; PORTFOLIO_LEN],
+    /// The exploration instance each sample was taken at.
+    sampled_at: [[u16; ROUNDS]; PORTFOLIO_LEN],
+    /// Instances of this exploration so far.
+    explored: u16,
     /// Smallest per-iteration mean finish time seen in this exploration.
     bound: f64,
     // --- exploitation ---
@@ -224,6 +235,8 @@ impl Default for KeelSel {
             samples: [[0.0; ROUNDS]; PORTFOLIO_LEN],
             sample_imbalance: [[0.0; ROUNDS]; PORTFOLIO_LEN],
             counts: [0; PORTFOLIO_LEN],
+            sampled_at: [[0; ROUNDS]; PORTFOLIO_LEN],
+            explored: 0,
             bound: f64::INFINITY,
             winner: 0,
             exploited: 0,
@@ -296,9 +309,92 @@ impl KeelSel {
         };
     }
 
-    fn median(&self, i: usize) -> f64 {
-        let mut copy = self.samples[i];
-        median_in_place(&mut copy[..usize::from(self.counts[i])])
+    /// Rounds every schedule in `set` has been sampled in.
+    fn rounds_of(&self, set: u16) -> usize {
+        Self::members(set)
+            .map(|j| usize::from(self.counts[j]))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The loop's drift per instance in log time while `set` was sampled.
+    /// A schedule's log-time difference between two consecutive rounds is
+    /// the rounds' common offset plus the drift times the instances between
+    /// its two samples, free of the schedule's own level; and since the
+    /// rounds alternate direction, those gaps range from 1 to twice the
+    /// round's length. The least-squares slope of differences on gaps,
+    /// per pair of rounds, and the median over the pairs.
+    fn drift_per_instance(&self, set: u16) -> f64 {
+        let rounds = self.rounds_of(set);
+        let mut slopes = [0.0; ROUNDS];
+        let mut count = 0;
+        for q in 1..rounds {
+            let mut points = [(0.0, 0.0); PORTFOLIO_LEN];
+            let mut len = 0;
+            for j in Self::members(set) {
+                let gap = f64::from(self.sampled_at[j][q]) - f64::from(self.sampled_at[j][q - 1]);
+                let change = (self.samples[j][q] / self.samples[j][q - 1]).ln();
+                points[len] = (gap, change);
+                len += 1;
+            }
+            let points = &points[..len];
+            let n = len as f64;
+            let mean_gap = points.iter().map(|p| p.0).sum::<f64>() / n;
+            let mean_change = points.iter().map(|p| p.1).sum::<f64>() / n;
+            let spread: f64 = points.iter().map(|p| (p.0 - mean_gap).powi(2)).sum();
+            if spread > 0.0 && len >= 3 {
+                let covariance: f64 = points
+                    .iter()
+                    .map(|p| (p.0 - mean_gap) * (p.1 - mean_change))
+                    .sum();
+                slopes[count] = covariance / spread;
+                count += 1;
+            }
+        }
+        if count == 0 || !slopes[..count].iter().all(|b| b.is_finite()) {
+            return 0.0;
+        }
+        median_in_place(&mut slopes[..count])
+    }
+
+    /// The samples of the schedules in `set`, the loop's drift removed
+    /// ([`KeelSel::drift_per_instance`]) and each divided by the median of
+    /// its round over `set` (every schedule in `set` has one sample per
+    /// round), and the number of rounds. A round is a block: whatever
+    /// moved the loop's time between rounds moved every schedule in it
+    /// alike, and drops out; the drift removes what moved it within one.
+    fn blocked(&self, set: u16) -> ([[f64; ROUNDS]; PORTFOLIO_LEN], usize) {
+        let rounds = self.rounds_of(set);
+        let drift = self.drift_per_instance(set);
+        let mut relative = [[0.0; ROUNDS]; PORTFOLIO_LEN];
+        for q in 0..rounds {
+            for j in Self::members(set) {
+                let at = f64::from(self.sampled_at[j][q]);
+                relative[j][q] = self.samples[j][q] * (-drift * at).exp();
+            }
+            let mut column = [0.0; PORTFOLIO_LEN];
+            let mut len = 0;
+            for j in Self::members(set) {
+                column[len] = relative[j][q];
+                len += 1;
+            }
+            let centre = median_in_place(&mut column[..len]);
+            for j in Self::members(set) {
+                relative[j][q] /= centre;
+            }
+        }
+        (relative, rounds)
+    }
+
+    /// Each schedule's median relative sample ([`KeelSel::blocked`]) over
+    /// `set`; infinite outside it.
+    fn scores(&self, set: u16) -> [f64; PORTFOLIO_LEN] {
+        let (mut relative, rounds) = self.blocked(set);
+        let mut scores = [f64::INFINITY; PORTFOLIO_LEN];
+        for j in Self::members(set) {
+            scores[j] = median_in_place(&mut relative[j][..rounds]);
+        }
+        scores
     }
 
     fn members(set: u16) -> impl Iterator<Item = usize> {
@@ -337,6 +433,11 @@ impl KeelSel {
     }
 
     fn observe_exploration(&mut self, x: f64, lib: f64) {
+        if x <= 0.0 {
+            // An empty instance says nothing about the schedule's time (and
+            // a zero would break the ratios below): it is offered again.
+            return;
+        }
         let i = self.current;
         let g = (lib / 100.0).clamp(0.0, 1.0);
         let balanced = x * (1.0 - g);
@@ -350,8 +451,10 @@ impl KeelSel {
         if n < ROUNDS {
             self.samples[i][n] = x;
             self.sample_imbalance[i][n] = g;
+            self.sampled_at[i][n] = self.explored;
             self.counts[i] += 1;
         }
+        self.explored = self.explored.saturating_add(1);
         self.remaining &= !(1 << i);
         if self.round == 0 {
             self.bound = self.bound.min(balanced);
@@ -390,24 +493,29 @@ impl KeelSel {
                 }
             }
         } else {
-            let mut medians = [f64::INFINITY; PORTFOLIO_LEN];
+            let medians = self.scores(self.active);
+            let (relative, n) = self.blocked(self.active);
             let mut spreads = [0.0; PORTFOLIO_LEN];
             let mut spread_count = 0;
             for j in Self::members(self.active) {
-                medians[j] = self.median(j);
-                let n = usize::from(self.counts[j]);
                 if n >= 2 && medians[j] > 0.0 {
-                    let s = &self.samples[j][..n];
+                    let s = &relative[j][..n];
                     let hi = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                     let lo = s.iter().copied().fold(f64::INFINITY, f64::min);
                     spreads[spread_count] = (hi - lo) / (RANGE_TO_SIGMA[n] * medians[j]);
                     spread_count += 1;
                 }
             }
+            // Dividing by the round's centre removes part of each sample's
+            // own noise with the common part (all of a pair's mean, for
+            // two survivors): `√(k/(k − 1))` restores it, as for
+            // deviations from a mean of `k`.
+            let survivors = f64::from(self.active.count_ones());
             let noise = if spread_count == 0 {
                 0.0
             } else {
                 median_in_place(&mut spreads[..spread_count])
+                    * (survivors / (survivors - 1.0)).sqrt()
             };
             let n = (self.round + 1) as f64;
             let standard_error = MEDIAN_EFFICIENCY * noise * (2.0 / n).sqrt();
@@ -422,7 +530,8 @@ impl KeelSel {
         }
         self.round += 1;
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
-            let winner = Self::cheapest_tie(self.active, |j| self.median(j));
+            let scores = self.scores(self.active);
+            let winner = Self::cheapest_tie(self.active, |j| scores[j]);
             self.exploit(winner, false);
         } else {
             self.remaining = self.active;
