@@ -367,20 +367,25 @@ impl KeelSel {
         let rounds = self.rounds_of(set);
         let drift = self.drift_per_instance(set);
         let mut relative = [[0.0; ROUNDS]; PORTFOLIO_LEN];
-        for q in 0..rounds {
-            for j in Self::members(set) {
+        for j in Self::members(set) {
+            for (q, value) in relative[j].iter_mut().enumerate().take(rounds) {
                 let at = f64::from(self.sampled_at[j][q]);
-                relative[j][q] = self.samples[j][q] * (-drift * at).exp();
+                *value = self.samples[j][q] * (-drift * at).exp();
             }
+        }
+        let mut centres = [1.0; ROUNDS];
+        for (q, centre) in centres.iter_mut().enumerate().take(rounds) {
             let mut column = [0.0; PORTFOLIO_LEN];
             let mut len = 0;
             for j in Self::members(set) {
                 column[len] = relative[j][q];
                 len += 1;
             }
-            let centre = median_in_place(&mut column[..len]);
-            for j in Self::members(set) {
-                relative[j][q] /= centre;
+            *centre = median_in_place(&mut column[..len]);
+        }
+        for j in Self::members(set) {
+            for (value, centre) in relative[j].iter_mut().zip(centres).take(rounds) {
+                *value /= centre;
             }
         }
         (relative, rounds)

@@ -382,42 +382,70 @@ fn imbalance_drifting_up_from_the_start_re_explores_early() {
     }
 }
 
-/// Drives `sel` for `instances` instances of a loop whose STATIC (0) is
-/// the fastest when undisturbed but, at every third instance, loses a
-/// quarter of its time to one slowed thread (LIB 20 %): a shared core's
-/// bursts, which a dynamic schedule absorbs. ss (1) is 2 % slower than a
-/// quiet STATIC and never imbalanced; the rest are slower still. Returns
-/// the choices and the total time.
-fn bursty_static(sel: &mut KeelSel, instances: u64, seed: u64) -> (Vec<(usize, Phase)>, f64) {
-    let times = [
-        1.0, 1.02, 1.06, 1.05, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
-    ];
-    let mut fake = FakeLoop::new(times, [0.5; 12], 0.005, seed);
-    let mut total = 0.0;
-    let steps = (0..instances)
-        .map(|k| {
-            let (i, phase) = sel.next();
-            let (mut t, mut lib) = fake.run(k, i);
-            if i == 0 && k % 3 == 2 {
-                t *= 1.25;
-                lib = 20.0;
-            }
-            total += t;
-            sel.observe(&Measurement::new(t, lib));
-            (i, phase)
-        })
-        .collect();
-    (steps, total)
+/// A shared core's bursts on STATIC (0): every `every`-th instance one
+/// slowed thread stretches its time by `stretch` and its LIB to `lib`,
+/// which a dynamic schedule absorbs. Quiet, STATIC is the fastest and
+/// balanced (LIB 0.5 %, so the imbalance bound accepts it at once); ss
+/// (1) takes `ss_time` and is never imbalanced; the rest are slower still.
+struct Bursts {
+    ss_time: f64,
+    every: u64,
+    stretch: f64,
+    lib: f64,
+}
+
+impl Bursts {
+    /// Drives `sel` for `instances` instances; the choices and the total
+    /// time.
+    fn drive(&self, sel: &mut KeelSel, instances: u64, seed: u64) -> (Vec<(usize, Phase)>, f64) {
+        let times = [
+            1.0,
+            self.ss_time,
+            1.06,
+            1.05,
+            1.06,
+            1.08,
+            1.07,
+            1.1,
+            1.1,
+            1.1,
+            1.1,
+            1.12,
+        ];
+        let mut fake = FakeLoop::new(times, [0.5; 12], 0.005, seed);
+        let mut total = 0.0;
+        let steps = (0..instances)
+            .map(|k| {
+                let (i, phase) = sel.next();
+                let (mut t, mut lib) = fake.run(k, i);
+                if i == 0 && k % self.every == self.every - 1 {
+                    t *= self.stretch;
+                    lib = self.lib;
+                }
+                total += t;
+                sel.observe(&Measurement::new(t, lib));
+                (i, phase)
+            })
+            .collect();
+        (steps, total)
+    }
 }
 
 #[test]
 fn sporadic_imbalance_that_costs_on_average_leaves_static() {
-    // STATIC's mean time is 1.083 against ss's 1.02: the bursts are
+    // Every third instance, STATIC loses a quarter of its time (LIB 20 %):
+    // its mean time is 1.083 against ss's 1.02: the bursts are
     // outliers to the time detector (clipped by design), but the mean LIB
     // over a window, 7 %, says what a balanced schedule saves on average.
     for seed in 0..5 {
         let mut sel = KeelSel::new();
-        let (steps, total) = bursty_static(&mut sel, 300, 1100 + seed);
+        let bursts = Bursts {
+            ss_time: 1.02,
+            every: 3,
+            stretch: 1.25,
+            lib: 20.0,
+        };
+        let (steps, total) = bursts.drive(&mut sel, 300, 1100 + seed);
         // The first instance is quiet and balanced: STATIC wins at once.
         assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
         let reopened = steps
@@ -432,47 +460,21 @@ fn sporadic_imbalance_that_costs_on_average_leaves_static() {
     }
 }
 
-/// Drives `sel` over a loop whose STATIC (0) is the fastest when
-/// undisturbed (and balanced, so the imbalance bound accepts it at once)
-/// but every fourth instance loses 22 % to one slowed thread (LIB 18 %):
-/// its mean LIB, 4.9 %, leaves the tie it was accepted on while staying
-/// within [`MIN_SHIFT`] of its accepted imbalance (0.5 %). ss (1) is 1 %
-/// slower than a quiet STATIC and never imbalanced. Returns choices and
-/// total.
-fn mildly_bursty_static(
-    sel: &mut KeelSel,
-    instances: u64,
-    seed: u64,
-) -> (Vec<(usize, Phase)>, f64) {
-    let times = [
-        1.0, 1.01, 1.06, 1.05, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
-    ];
-    let mut fake = FakeLoop::new(times, [0.5; 12], 0.005, seed);
-    let mut total = 0.0;
-    let steps = (0..instances)
-        .map(|k| {
-            let (i, phase) = sel.next();
-            let (mut t, mut lib) = fake.run(k, i);
-            if i == 0 && k % 4 == 3 {
-                t *= 1.22;
-                lib = 18.0;
-            }
-            total += t;
-            sel.observe(&Measurement::new(t, lib));
-            (i, phase)
-        })
-        .collect();
-    (steps, total)
-}
-
 #[test]
 fn static_accepted_on_one_balanced_sample_is_questioned_when_its_mean_imbalance_leaves_the_tie() {
-    // STATIC's mean time is 1.055 against ss's 1.01; its mean LIB (4.9 %)
-    // is 4.4 points above the LIB it was accepted with, under the 5-point
-    // shift that questions a winner chosen on medians.
+    // Every fourth instance, STATIC loses 22 % (LIB 18 %): its mean time is
+    // 1.055 against ss's 1.01; its mean LIB (4.9 %) is 4.4 points above
+    // the LIB it was accepted with, under the 5-point shift that questions
+    // a winner chosen on medians.
+    let bursts = Bursts {
+        ss_time: 1.01,
+        every: 4,
+        stretch: 1.22,
+        lib: 18.0,
+    };
     for seed in 0..5 {
         let mut sel = KeelSel::new();
-        let (steps, total) = mildly_bursty_static(&mut sel, 300, 2100 + seed);
+        let (steps, total) = bursts.drive(&mut sel, 300, 2100 + seed);
         assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
         let reopened = steps
             .iter()
