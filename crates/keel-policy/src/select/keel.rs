@@ -185,10 +185,9 @@ pub struct KeelSel {
     /// The imbalance fractions (`LIB/100`) of those samples.
     sample_imbalance: [[f64; ROUNDS]; PORTFOLIO_LEN],
     counts: [u8; PORTFOLIO_LEN],
-    /// The exploration instance each sample was taken at.
+    /// The exploration instance each sample was taken at (every instance
+    /// of an exploration is one sample, so the samples so far count them).
     sampled_at: [[u16; ROUNDS]; PORTFOLIO_LEN],
-    /// Instances of this exploration so far.
-    explored: u16,
     /// Smallest per-iteration mean finish time seen in this exploration.
     bound: f64,
     // --- exploitation ---
@@ -236,7 +235,6 @@ impl Default for KeelSel {
             sample_imbalance: [[0.0; ROUNDS]; PORTFOLIO_LEN],
             counts: [0; PORTFOLIO_LEN],
             sampled_at: [[0; ROUNDS]; PORTFOLIO_LEN],
-            explored: 0,
             bound: f64::INFINITY,
             winner: 0,
             exploited: 0,
@@ -394,12 +392,21 @@ impl KeelSel {
     /// Each schedule's median relative sample ([`KeelSel::blocked`]) over
     /// `set`; infinite outside it.
     fn scores(&self, set: u16) -> [f64; PORTFOLIO_LEN] {
-        let (mut relative, rounds) = self.blocked(set);
-        let mut scores = [f64::INFINITY; PORTFOLIO_LEN];
+        let (relative, rounds) = self.blocked(set);
+        Self::medians(set, relative, rounds)
+    }
+
+    /// Each member's median of its first `rounds` values; infinite outside.
+    fn medians(
+        set: u16,
+        mut relative: [[f64; ROUNDS]; PORTFOLIO_LEN],
+        rounds: usize,
+    ) -> [f64; PORTFOLIO_LEN] {
+        let mut medians = [f64::INFINITY; PORTFOLIO_LEN];
         for j in Self::members(set) {
-            scores[j] = median_in_place(&mut relative[j][..rounds]);
+            medians[j] = median_in_place(&mut relative[j][..rounds]);
         }
-        scores
+        medians
     }
 
     fn members(set: u16) -> impl Iterator<Item = usize> {
@@ -456,10 +463,9 @@ impl KeelSel {
         if n < ROUNDS {
             self.samples[i][n] = x;
             self.sample_imbalance[i][n] = g;
-            self.sampled_at[i][n] = self.explored;
+            self.sampled_at[i][n] = self.counts.iter().map(|&c| u16::from(c)).sum();
             self.counts[i] += 1;
         }
-        self.explored = self.explored.saturating_add(1);
         self.remaining &= !(1 << i);
         if self.round == 0 {
             self.bound = self.bound.min(balanced);
@@ -498,8 +504,8 @@ impl KeelSel {
                 }
             }
         } else {
-            let medians = self.scores(self.active);
             let (relative, n) = self.blocked(self.active);
+            let medians = Self::medians(self.active, relative, n);
             let mut spreads = [0.0; PORTFOLIO_LEN];
             let mut spread_count = 0;
             for j in Self::members(self.active) {
