@@ -116,6 +116,8 @@ pub struct FarmBenchReport {
 struct Plan {
     quick: bool,
     runs: usize,
+    /// Workers of the experiments that scale: (a), (b), (d), overhead.
+    workers: usize,
 }
 
 fn mean_se(v: &[f64]) -> (f64, f64) {
@@ -274,13 +276,23 @@ fn experiment_a(plan: &Plan) -> Result<Experiment, CliError> {
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
         let w = Primes::parse(&format!("primes:tasks={n}"))?;
-        rows.extend(compare(plan, n, &policies, 2, None, None, primes_run(w))?);
+        rows.extend(compare(
+            plan,
+            n,
+            &policies,
+            plan.workers,
+            None,
+            None,
+            primes_run(w),
+        )?);
     }
     Ok(Experiment {
         id: "a".into(),
-        title: "uniform tasks (primes up to 7,500), 2 workers: ARRS should cost nothing (Fig. 6)"
-            .into(),
-        workers: 2,
+        title: format!(
+            "uniform tasks (primes up to 7,500), {} workers: ARRS should cost nothing (Fig. 6)",
+            plan.workers
+        ),
+        workers: plan.workers,
         workload: Primes::default().spec(),
         notes: vec![],
         rows,
@@ -381,14 +393,15 @@ fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
     let base = Primes::parse("primes:fast-workers=1")?;
     let s = fast_speed(&base);
-    let model = base.model_speedup(2, s);
+    let p = plan.workers;
+    let model = base.model_speedup(p, s);
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
         let w = Primes { tasks: n, ..base };
-        let mut farms = build_labelled(&policies, 2, None)?;
+        let mut farms = build_labelled(&policies, p, None)?;
         // Worker 0 is the fast one (`fast-workers=1`).
         let split = Farm::builder()
-            .workers(2)
+            .workers(p)
             .dispatch(Box::new(KnownSpeedSplit::new(vec![s, 1.0])))
             .build()
             .map_err(farm_error)?;
@@ -399,15 +412,17 @@ fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
     }
     Ok(Experiment {
         id: "b".into(),
-        title: "two workers, worker 0 counts primes only to 2,000: S against the model Σsᵢ/(p·s₁) (Figs. 7–8)".into(),
-        workers: 2,
+        title: format!("{p} workers, worker 0 counts primes only to 2,000: S against the model Σsᵢ/(p·s₁) (Figs. 7–8)"),
+        workers: p,
         workload: base.spec(),
         notes: vec![
             format!(
-                "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + 1)/2 = {model:.3}"
+                "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + {})/{p} = {model:.3}",
+                p - 1
             ),
             format!(
-                "{KNOWN_SPLIT}: a baseline told the speeds in advance (worker 0 gets {s:.2}/({s:.2} + 1) of the items, spread evenly): the S balancing can reach on this machine"
+                "{KNOWN_SPLIT}: a baseline told the speeds in advance (worker 0 gets {s:.2}/({s:.2} + {}) of the items, spread evenly): the S balancing can reach on this machine",
+                p - 1
             ),
             "busy %: each worker's time in tasks over the run's wall time (mean of the runs); the model assumes solo task speeds, so busy workers below the model ran slower tasks, not idle ones".into(),
         ],
@@ -462,14 +477,15 @@ fn experiment_d(plan: &Plan) -> Result<Experiment, CliError> {
             black_box(sum);
             report
         };
-        rows.extend(compare(plan, n, &policies, 2, None, None, run)?);
+        rows.extend(compare(plan, n, &policies, plan.workers, None, None, run)?);
     }
     Ok(Experiment {
         id: "d".into(),
-        title:
-            "very short uniform tasks: MD-like pair forces, 2 workers, with a collector (Fig. 11)"
-                .into(),
-        workers: 2,
+        title: format!(
+            "very short uniform tasks: MD-like pair forces, {} workers, with a collector (Fig. 11)",
+            plan.workers
+        ),
+        workers: plan.workers,
         workload: MdPairs::default().spec(),
         notes: vec![],
         rows,
@@ -521,7 +537,9 @@ fn overhead(plan: &Plan) -> Result<Vec<Overhead>, CliError> {
     let reps = plan.runs.max(3);
     let policies = ["rr", "arrs"];
     let mut out = Vec::new();
-    for workers in [1, 2] {
+    let mut worker_counts = vec![1, plan.workers];
+    worker_counts.dedup();
+    for workers in worker_counts {
         let mut farms: Vec<Farm> = policies
             .iter()
             .map(|p| build(p, workers, None))
@@ -569,9 +587,14 @@ pub fn run_farm(args: &BenchFarmArgs, out: &mut dyn Write) -> Result<(), CliErro
         }
     }
     let chosen = |id: &str| args.experiments.is_empty() || args.experiments.iter().any(|e| e == id);
+    let workers = args.workers.unwrap_or(2);
+    if workers == 0 {
+        return Err(CliError::Usage("--workers must be at least 1".into()));
+    }
     let plan = Plan {
         quick: args.quick,
         runs,
+        workers,
     };
     let mut report = FarmBenchReport {
         quick: args.quick,

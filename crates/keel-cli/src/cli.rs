@@ -164,6 +164,12 @@ pub struct BenchFarmArgs {
     #[arg(short, long = "experiment", value_name = "ID")]
     pub experiments: Vec<String>,
 
+    /// Workers of (a), (b), (d) and the per-item cost (default 2, the
+    /// paper's setting here); (c) and (e) keep their own layouts. With more,
+    /// (b) keeps one fast worker and its model becomes (s + p − 1)/p.
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Scaling runs for a many-core machine: loops (Keel beside libgomp and
+# rayon, EPCC method; Keel's schedules on Mandelbrot and LavaMD-like),
+# objects (the Charm++ + OpenMP tables) and the farm (ARRS against RR), at
+# 2, 4, 8 and 16 threads. Not part of CI: this 2-core machine cannot run it
+# meaningfully. Uses release binaries already built:
+#   cargo build --release -p keel-cli -p keel-bench --features keel-bench/libgomp
+#
+# Usage: scripts/scaling.sh SECTION OUTDIR [THREADS...]
+#   SECTION: loops | objects | farm | farm-full
+#   farm-full runs experiments a, b, d and the per-item cost; farm runs a, b
+#   and the per-item cost (cheaper at large counts).
+# Each run's output goes to OUTDIR/<section>-<threads>.txt; a section that
+# overruns its budget (SECTION_TIMEOUT seconds per thread count, default 150)
+# is cut off and says so.
+set -uo pipefail
+
+section=${1:?section: loops | objects | farm | farm-full}
+outdir=${2:?output folder}
+shift 2
+threads=("$@")
+[ ${#threads[@]} -gt 0 ] || threads=(2 4 8 16)
+bin=${KEEL_BIN_DIR:-target/release}
+limit=${SECTION_TIMEOUT:-150}
+mkdir -p "$outdir"
+
+run() {
+    local name=$1
+    shift
+    local start=$SECONDS
+    timeout "$limit" "$@" >"$outdir/$name.txt" 2>"$outdir/$name.err"
+    local rc=$?
+    echo "$name: rc $rc, $((SECONDS - start)) s"
+    [ $rc -eq 124 ] && echo "(cut off after ${limit} s)" >>"$outdir/$name.txt"
+}
+
+echo "host: $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load $(cut -d' ' -f1-3 /proc/loadavg)"
+for t in "${threads[@]}"; do
+    case $section in
+    loops)
+        run "epcc-$t" "$bin/keel-bench-loops" --threads "$t" --quiet
+        KEEL_NUM_THREADS=$t run "loops-$t" "$bin/keel" bench loops --reps 3
+        ;;
+    objects)
+        run "objects-$t" "$bin/keel" bench objects --threads "$t" --reps 3
+        ;;
+    farm)
+        run "farm-$t" "$bin/keel" bench farm --workers "$t" --runs 10 -e a -e b -e overhead
+        ;;
+    farm-full)
+        run "farm-$t" "$bin/keel" bench farm --workers "$t" --runs 10 -e a -e b -e d -e overhead
+        ;;
+    *)
+        echo "unknown section $section" >&2
+        exit 2
+        ;;
+    esac
+done
