@@ -107,6 +107,57 @@ fn bench_farm_rejects_bad_arguments() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("--runs"));
+    keel()
+        .args(["bench", "farm", "--workers", "0"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("--workers"));
+}
+
+#[test]
+fn workers_scale_experiment_b_with_one_fast_worker_and_its_model() {
+    let output = keel()
+        .args([
+            "bench",
+            "farm",
+            "--quick",
+            "--runs",
+            "1",
+            "-e",
+            "b",
+            "--workers",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let b = &json["experiments"][0];
+    assert_eq!(b["workers"], 3);
+    for r in b["rows"].as_array().unwrap() {
+        let per: Vec<u64> = r["per_worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), 3, "{r}");
+        assert_eq!(per.iter().sum::<u64>(), r["size"].as_u64().unwrap(), "{r}");
+        // (s + 2)/3 for a fast speed s > 1 lies strictly between 1 and s.
+        let model = r["model"].as_f64().unwrap();
+        assert!(model > 1.0, "{r}");
+        if r["policy"] == "known-split" {
+            // Worker 0's share s/(s + 2) = 1 − 2/(3S): the 3-worker model.
+            let share = per[0] as f64 / per.iter().sum::<u64>() as f64;
+            let expected = 1.0 - 2.0 / (3.0 * model);
+            assert!((share - expected).abs() < 0.01, "{share} vs {expected}");
+        }
+    }
 }
 
 #[test]
