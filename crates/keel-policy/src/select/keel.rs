@@ -35,6 +35,14 @@
 //!   samples each: at most `12 + 7·11` instances, usually about 20–30, and the
 //!   later rounds only run schedules within the noise of the best, so they
 //!   cost little.
+//! - **A search the program's phase overtakes.** Blocking removes what moves
+//!   every schedule alike, not a change of their order: when a phase of the
+//!   program begins during the search, the schedule best before it can be
+//!   the worst after, and the medians of all rounds still elect it. So the
+//!   search ends on the later half of its rounds when some survivor's
+//!   standing moved between the halves by more than the elimination
+//!   margin for that many samples (the noise taken from differences of
+//!   consecutive rounds, which the move itself does not widen).
 //! - **Imbalance as a bound.** An instance's mean thread finish time,
 //!   `T_par·(1 − LIB/100)`, is what a perfectly balanced run with the same
 //!   overhead would take. Once the fastest schedule tried so far is within
@@ -389,24 +397,78 @@ impl KeelSel {
         (relative, rounds)
     }
 
-    /// Each schedule's median relative sample ([`KeelSel::blocked`]) over
-    /// `set`; infinite outside it.
-    fn scores(&self, set: u16) -> [f64; PORTFOLIO_LEN] {
-        let (relative, rounds) = self.blocked(set);
-        Self::medians(set, relative, rounds)
-    }
-
     /// Each member's median of its first `rounds` values; infinite outside.
     fn medians(
         set: u16,
-        mut relative: [[f64; ROUNDS]; PORTFOLIO_LEN],
+        relative: [[f64; ROUNDS]; PORTFOLIO_LEN],
         rounds: usize,
+    ) -> [f64; PORTFOLIO_LEN] {
+        Self::medians_over(set, relative, 0..rounds)
+    }
+
+    /// Each member's median of its values in `rounds`; infinite outside.
+    fn medians_over(
+        set: u16,
+        mut relative: [[f64; ROUNDS]; PORTFOLIO_LEN],
+        rounds: std::ops::Range<usize>,
     ) -> [f64; PORTFOLIO_LEN] {
         let mut medians = [f64::INFINITY; PORTFOLIO_LEN];
         for j in Self::members(set) {
-            medians[j] = median_in_place(&mut relative[j][..rounds]);
+            medians[j] = median_in_place(&mut relative[j][rounds.clone()]);
         }
         medians
+    }
+
+    /// The scores a search ends on: each survivor's median relative sample
+    /// over every round, unless some survivor's standing moved between the
+    /// earlier and the later half of the rounds by more than the
+    /// elimination margin for half as many samples. Then the loop changed
+    /// under the search (a phase of the program began: the schedule that
+    /// was best before it can be the worst after), and only the later half
+    /// speaks for the loop as it now is. Blocking already took out what
+    /// moved every schedule alike, so only a change of their order counts,
+    /// and a half's median shrugs off a single outlier. The noise here
+    /// comes from the differences between consecutive rounds (a change of
+    /// order is one large difference among many small ones), not from
+    /// each schedule's range, which the change itself would widen until it
+    /// hid.
+    fn final_scores(&self, set: u16) -> [f64; PORTFOLIO_LEN] {
+        let (relative, rounds) = self.blocked(set);
+        let all = Self::medians(set, relative, rounds);
+        if rounds < 4 {
+            return all;
+        }
+        let mut differences = [0.0; PORTFOLIO_LEN * ROUNDS];
+        let mut len = 0;
+        for j in Self::members(set) {
+            for pair in relative[j][..rounds].windows(2) {
+                differences[len] = (pair[1] / pair[0]).ln();
+                len += 1;
+            }
+        }
+        let differences = &mut differences[..len];
+        let mut sorted = [0.0; PORTFOLIO_LEN * ROUNDS];
+        sorted[..len].copy_from_slice(differences);
+        let centre = median_in_place(&mut sorted[..len]);
+        for d in differences.iter_mut() {
+            *d = (*d - centre).abs();
+        }
+        // As in `end_round`: `√(k/(k − 1))` restores what the centring on
+        // the round's median took out of each sample's noise.
+        let survivors = f64::from(set.count_ones());
+        let noise = (robust_sigma(differences) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
+            * (survivors / (survivors - 1.0)).sqrt();
+        let half = rounds / 2;
+        let early = Self::medians_over(set, relative, 0..half);
+        let late = Self::medians_over(set, relative, rounds - half..rounds);
+        let standard_error = MEDIAN_EFFICIENCY * noise * (2.0 / half as f64).sqrt();
+        let margin = (ELIMINATION_NOISE_K * standard_error).max(TIE_MARGIN);
+        let moved = Self::members(set).any(|j| (late[j] / early[j]).ln().abs() > margin);
+        if moved {
+            late
+        } else {
+            all
+        }
     }
 
     fn members(set: u16) -> impl Iterator<Item = usize> {
@@ -541,7 +603,7 @@ impl KeelSel {
         }
         self.round += 1;
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
-            let scores = self.scores(self.active);
+            let scores = self.final_scores(self.active);
             let winner = Self::cheapest_tie(self.active, |j| scores[j]);
             self.exploit(winner, false);
         } else {

@@ -564,3 +564,42 @@ fn an_empty_instance_in_an_exploration_is_not_a_sample() {
     assert!(choices[21..].iter().all(|&i| i == 6));
     assert_eq!(sel.winner(), Some(6));
 }
+
+#[test]
+fn a_search_that_a_phase_change_overtakes_ends_on_the_new_phase() {
+    // Before instance 24 the loop is fine-grained and uniform: STATIC is
+    // best, 3 % ahead of static-steal (6) and mFAC2 (5), the others far
+    // behind, so the search races these three for several rounds. At 24 a
+    // heavy head appears: the loop takes about twice as long and STATIC,
+    // which leaves the head to one thread, is 1.58× the best. A search
+    // whose later rounds ran after the change must end on the new phase;
+    // judged on the medians of all its rounds, the earlier rounds elected
+    // STATIC (6 of these 10 seeds did, at instances 28–33).
+    let before = [
+        1.00, 1.30, 1.30, 1.30, 1.30, 1.03, 1.03, 1.30, 1.30, 1.30, 1.30, 1.30,
+    ];
+    let after = [
+        3.00, 1.90, 2.00, 2.00, 2.00, 1.95, 1.90, 2.00, 2.00, 2.00, 2.00, 1.95,
+    ];
+    let mut after_libs = [3.0; 12];
+    after_libs[0] = 40.0;
+    let mut overtaken = 0;
+    for seed in 0..10 {
+        let mut sel = KeelSel::new();
+        let mut fake =
+            FakeLoop::new(before, [3.0; 12], 0.02, 2700 + seed).then(24, after, after_libs);
+        let steps = run(&mut sel, &mut fake, 40);
+        let start = exploit_start(&steps);
+        let (chosen, _) = steps[start];
+        if start >= 28 {
+            overtaken += 1;
+            assert!(
+                after[chosen] <= 1.95,
+                "seed {seed}: the search ended at {start} on {chosen}"
+            );
+        } else if start <= 24 {
+            assert_eq!(chosen, 0, "seed {seed}: before the change STATIC is best");
+        }
+    }
+    assert!(overtaken >= 5, "{overtaken} searches ran past the change");
+}
