@@ -435,7 +435,7 @@ impl KeelSel {
     fn final_scores(&self, set: u16) -> [f64; PORTFOLIO_LEN] {
         let (relative, rounds) = self.blocked(set);
         let all = Self::medians(set, relative, rounds);
-        if rounds < 4 {
+        if rounds < 4 || set.count_ones() < 2 {
             return all;
         }
         let mut differences = [0.0; PORTFOLIO_LEN * ROUNDS];
