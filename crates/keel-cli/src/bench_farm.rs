@@ -416,10 +416,14 @@ fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
         workers: p,
         workload: base.spec(),
         notes: vec![
-            format!(
-                "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + {})/{p} = {model:.3}",
-                p - 1
-            ),
+            if p > 1 {
+                format!(
+                    "fast task measured {s:.2}× cheaper here; model S = ({s:.2} + {})/{p} = {model:.3}",
+                    p - 1
+                )
+            } else {
+                format!("fast task measured {s:.2}× cheaper here; one worker gets every item: model S = 1")
+            },
             format!(
                 "{KNOWN_SPLIT}: a baseline told the speeds in advance (worker 0 gets {s:.2}/({s:.2} + {}) of the items, spread evenly): the S balancing can reach on this machine",
                 p - 1
