@@ -7,12 +7,12 @@ fn keel() -> Command {
     Command::cargo_bin("keel").unwrap()
 }
 
-#[test]
-fn bench_farm_json_has_every_policy_row_and_the_overhead() {
+/// `keel bench farm --quick --runs 1 <extra> --json`, which must succeed.
+fn quick_farm_json(extra: &[&str]) -> serde_json::Value {
     let output = keel()
-        .args([
-            "bench", "farm", "--quick", "--runs", "1", "-e", "b", "-e", "overhead", "--json",
-        ])
+        .args(["bench", "farm", "--quick", "--runs", "1"])
+        .args(extra)
+        .arg("--json")
         .output()
         .unwrap();
     assert!(
@@ -20,7 +20,12 @@ fn bench_farm_json_has_every_policy_row_and_the_overhead() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn bench_farm_json_has_every_policy_row_and_the_overhead() {
+    let json = quick_farm_json(&["-e", "b", "-e", "overhead"]);
     let experiments = json["experiments"].as_array().unwrap();
     assert_eq!(experiments.len(), 1);
     let b = &experiments[0];
@@ -116,27 +121,7 @@ fn bench_farm_rejects_bad_arguments() {
 
 #[test]
 fn workers_scale_experiment_b_with_one_fast_worker_and_its_model() {
-    let output = keel()
-        .args([
-            "bench",
-            "farm",
-            "--quick",
-            "--runs",
-            "1",
-            "-e",
-            "b",
-            "--workers",
-            "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let json = quick_farm_json(&["-e", "b", "--workers", "3"]);
     let b = &json["experiments"][0];
     assert_eq!(b["workers"], 3);
     for r in b["rows"].as_array().unwrap() {
