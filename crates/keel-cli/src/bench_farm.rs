@@ -18,6 +18,11 @@
 //! - **(e)** the material-optimisation farm with feedback, two workers of
 //!   strategy costs 1 and 4 (Fig. 13);
 //! - **overhead**: nanoseconds per item with empty tasks.
+//!
+//! `--workers N` (default 2, the paper's setting on this 2-core machine)
+//! sets the workers of (a), (b) (one fast worker among `N`, model
+//! `(s + N − 1)/N`), (d) and the overhead's second row, for runs on machines
+//! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
 
 use std::hint::black_box;
 use std::io::Write;
