@@ -23,6 +23,16 @@ fn quick_farm_json(extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// A row's items per worker.
+fn per_worker(row: &serde_json::Value) -> Vec<u64> {
+    row["per_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect()
+}
+
 #[test]
 fn bench_farm_json_has_every_policy_row_and_the_overhead() {
     let json = quick_farm_json(&["-e", "b", "-e", "overhead"]);
@@ -52,12 +62,7 @@ fn bench_farm_json_has_every_policy_row_and_the_overhead() {
         if r["policy"] != "known-split" {
             continue;
         }
-        let per: Vec<f64> = r["per_worker"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let per: Vec<f64> = per_worker(r).into_iter().map(|n| n as f64).collect();
         let share = per[0] / (per[0] + per[1]);
         let expected = 1.0 - 1.0 / (2.0 * r["model"].as_f64().unwrap());
         let n = per[0] + per[1];
@@ -76,12 +81,7 @@ fn bench_farm_json_has_every_policy_row_and_the_overhead() {
             .map(|b| b.as_f64().unwrap())
             .all(|b| b > 0.0 && b <= 100.0));
         assert!(r["model"].as_f64().unwrap() > 1.0);
-        let items: u64 = r["per_worker"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .sum();
+        let items: u64 = per_worker(r).iter().sum();
         assert_eq!(items, r["size"].as_u64().unwrap());
     }
     let overhead = json["overhead"].as_array().unwrap();
@@ -125,12 +125,7 @@ fn workers_scale_experiment_b_with_one_fast_worker_and_its_model() {
     let b = &json["experiments"][0];
     assert_eq!(b["workers"], 3);
     for r in b["rows"].as_array().unwrap() {
-        let per: Vec<u64> = r["per_worker"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
+        let per = per_worker(r);
         assert_eq!(per.len(), 3, "{r}");
         assert_eq!(per.iter().sum::<u64>(), r["size"].as_u64().unwrap(), "{r}");
         // (s + 2)/3 for a fast speed s > 1 lies strictly between 1 and s.

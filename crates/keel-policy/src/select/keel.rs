@@ -446,18 +446,11 @@ impl KeelSel {
                 len += 1;
             }
         }
-        let differences = &mut differences[..len];
-        let mut sorted = [0.0; PORTFOLIO_LEN * ROUNDS];
-        sorted[..len].copy_from_slice(differences);
-        let centre = median_in_place(&mut sorted[..len]);
-        for d in differences.iter_mut() {
-            *d = (*d - centre).abs();
-        }
         // As in `end_round`: `√(k/(k − 1))` restores what the centring on
         // the round's median took out of each sample's noise.
         let survivors = f64::from(set.count_ones());
-        let noise = (robust_sigma(differences) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
-            * (survivors / (survivors - 1.0)).sqrt();
+        let noise =
+            noise_of_differences(&mut differences[..len]) * (survivors / (survivors - 1.0)).sqrt();
         let half = rounds / 2;
         let early = Self::medians_over(set, relative, 0..half);
         let late = Self::medians_over(set, relative, rounds - half..rounds);
@@ -763,12 +756,23 @@ fn difference_noise(series: &[f64; WARMUP as usize]) -> f64 {
     for (d, pair) in diffs.iter_mut().zip(series.windows(2)) {
         *d = pair[1] - pair[0];
     }
-    let mut sorted = diffs;
-    let centre = median_in_place(&mut sorted);
-    for d in diffs.iter_mut() {
+    noise_of_differences(&mut diffs)
+}
+
+/// The noise scale behind `differences` of pairs of samples (overwritten):
+/// 1.4826 × median |dᵢ − median d| ÷ √2, raised by one standard error of
+/// the estimate, at least [`NOISE_FLOOR`]. Centring on the median takes out
+/// a common drift; the median of the deviations, a few large differences
+/// (a level shift, a change of order).
+fn noise_of_differences(differences: &mut [f64]) -> f64 {
+    let mut scratch = [0.0; PORTFOLIO_LEN * ROUNDS];
+    let sorted = &mut scratch[..differences.len()];
+    sorted.copy_from_slice(differences);
+    let centre = median_in_place(sorted);
+    for d in differences.iter_mut() {
         *d = (*d - centre).abs();
     }
-    (robust_sigma(&mut diffs) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
+    (robust_sigma(differences) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
 }
 
 #[cfg(test)]
