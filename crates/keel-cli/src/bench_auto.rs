@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use keel::loops::{record, LoopId, LoopRecord};
 use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::policy::select::oracle::LoopTimes;
+use keel::policy::select::oracle::{held_out_oracle, LoopTimes};
 use keel::policy::select::{self, degradation_percent, Run};
 use keel_workloads::steps::{stepped_workload, SteppedWorkload};
 use serde::Serialize;
@@ -89,6 +89,26 @@ pub struct MethodResult {
     pub exploration_instances: u64,
     /// Each loop's selection timeline (same repeat).
     pub timelines: Vec<(String, Vec<Run>)>,
+    /// `auto,keel` against this method (`None` for `auto,keel` itself).
+    pub versus_keel: Option<VersusKeel>,
+}
+
+/// `auto,keel` against another method on one workload, with the noise of
+/// the difference: the two took turns step by step in every repeat, so
+/// each repeat gives one paired difference, and their scatter is the noise
+/// the goal "ahead where they differ by more than noise" is read against.
+#[derive(Clone, Debug, Serialize)]
+pub struct VersusKeel {
+    /// `(T_keel − T_method) / Oracle · 100` from the two totals of the
+    /// table (sums of per-instance medians): negative when `auto,keel` is
+    /// faster.
+    pub difference_points: f64,
+    /// Half-width of the 95 % interval of the mean paired per-repeat
+    /// difference (Student's t over the repeats), in the same points;
+    /// `None` with a single repeat.
+    pub noise_points: Option<f64>,
+    /// `ahead`, `behind`, `within noise`, or `no noise estimate`.
+    pub verdict: &'static str,
 }
 
 /// One workload's report.
@@ -100,6 +120,11 @@ pub struct WorkloadReport {
     pub instances: usize,
     /// Oracle's total, seconds.
     pub oracle: f64,
+    /// Oracle held out ([`select::oracle::held_out_oracle`]): each
+    /// instance's choice made from the other repeats and timed in the one
+    /// left out, seconds; `None` with a single repeat. Its excess over
+    /// Oracle is Oracle's luck, a lead no run can repeat.
+    pub oracle_held_out: Option<f64>,
     /// ManualBest's total and its schedule per loop.
     pub manual_best: ConfigResult,
     /// ManualBest's choice per loop name.
@@ -331,6 +356,7 @@ pub fn bench_workload(
     // Per-instance medians of every configuration, in program order.
     let mut medians = vec![vec![0.0; names.len()]; configs.len()];
     let mut oracle_per_instance = vec![0.0; names.len()];
+    let mut held_out_total = Some(0.0);
     let mut manual_total = 0.0;
     let mut manual_best_schedules = Vec::new();
     for name in &loop_names {
@@ -355,6 +381,10 @@ pub fn bench_workload(
         for (j, (&i, &best)) in at.iter().zip(&all.oracle_choices()).enumerate() {
             oracle_per_instance[i] = all.time(best, j);
         }
+        held_out_total = match (held_out_total, held_out_oracle(&repeats(&every))?) {
+            (Some(sum), Some(times)) => Some(sum + times.iter().sum::<f64>()),
+            _ => None,
+        };
         let (best, time) = default_only.manual_best();
         manual_total += time;
         manual_best_schedules.push((name.to_string(), configs[defaults[best]].0.clone()));
@@ -428,13 +458,28 @@ pub fn bench_workload(
             exploration_instances,
             timelines,
             repeat_totals: totals.iter().map(|&(t, _)| t).collect(),
+            versus_keel: None,
         });
+    }
+    // METHODS[0] is auto,keel.
+    let keel_total = methods[0].result.total;
+    for (m, runs) in methods.iter_mut().zip(&method_runs).skip(1) {
+        let paired: Vec<f64> = method_runs[0]
+            .iter()
+            .zip(runs)
+            .map(|(k, r)| (k.total() - r.total()) / oracle * 100.0)
+            .collect();
+        m.versus_keel = Some(versus_keel(
+            (keel_total - m.result.total) / oracle * 100.0,
+            &paired,
+        ));
     }
 
     Ok(WorkloadReport {
         spec,
         instances: names.len(),
         oracle,
+        oracle_held_out: held_out_total,
         manual_best: ConfigResult {
             config: "ManualBest".into(),
             total: manual_total,
@@ -447,6 +492,44 @@ pub fn bench_workload(
         balanced: w.balanced(),
         mechanism_cost_vs_static: median(&mut mechanism_ratios),
     })
+}
+
+/// Two-sided 95 % quantiles of Student's t for 1 … 30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// Half-width of the 95 % interval of the mean of `samples` (`None` for
+/// fewer than two). With three repeats t is 4.3: an interval from so few
+/// runs is wide, and says so, rather than calling a difference real.
+fn interval_95(samples: &[f64]) -> Option<f64> {
+    let n = samples.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = samples.iter().sum::<f64>() / n as f64;
+    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = T_975.get(n - 2).copied().unwrap_or(1.96);
+    Some(t * (var / n as f64).sqrt())
+}
+
+/// The verdict on `difference` (points, negative when `auto,keel` is
+/// faster) against the interval of the paired per-repeat differences.
+fn versus_keel(difference: f64, paired: &[f64]) -> VersusKeel {
+    let noise = interval_95(paired);
+    let verdict = match noise {
+        None => "no noise estimate",
+        Some(half) if difference.abs() <= half => "within noise",
+        Some(_) if difference < 0.0 => "ahead",
+        Some(_) => "behind",
+    };
+    VersusKeel {
+        difference_points: difference,
+        noise_points: noise,
+        verdict,
+    }
 }
 
 /// `keel bench auto`.
@@ -512,6 +595,19 @@ pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<
             format!("{:.1}", w.methods[k].result.degradation_percent)
         });
     }
+    row_of("Oracle held out %", &|w| match w.oracle_held_out {
+        Some(t) => format!("{:+.1}", degradation_percent(t, w.oracle)),
+        None => "-".to_string(),
+    });
+    for (k, method) in METHODS.iter().enumerate().skip(1) {
+        row_of(
+            &format!("keel − {} (points)", short_method(method)),
+            &|w| match &w.methods[k].versus_keel {
+                Some(v) => compact_versus(v),
+                None => "-".to_string(),
+            },
+        );
+    }
     row_of("best fixed %", &|w| {
         let best = w
             .fixed
@@ -551,6 +647,17 @@ pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<
     Ok(())
 }
 
+fn short_method(method: &str) -> &str {
+    method.strip_prefix("auto,").unwrap_or(method)
+}
+
+fn compact_versus(v: &VersusKeel) -> String {
+    match v.noise_points {
+        Some(half) => format!("{:+.1} ±{half:.1} {}", v.difference_points, v.verdict),
+        None => format!("{:+.1} {}", v.difference_points, v.verdict),
+    }
+}
+
 fn short_name(spec: &str) -> String {
     spec.split(':').next().unwrap_or(spec).to_string()
 }
@@ -563,6 +670,14 @@ fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Resul
         w.instances,
         report::duration(w.oracle)
     )?;
+    if let Some(held_out) = w.oracle_held_out {
+        writeln!(
+            out,
+            "  Oracle held out (each instance's choice made from the other repeats, timed in the one left out): {} ({:+.1}%: Oracle's luck)",
+            report::duration(held_out),
+            degradation_percent(held_out, w.oracle)
+        )?;
+    }
     let manual: Vec<String> = w
         .manual_best_schedules
         .iter()
@@ -589,6 +704,19 @@ fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Resul
         )?;
         for (name, runs) in &m.timelines {
             writeln!(out, "    {name}: {}", timeline(runs))?;
+        }
+        if let Some(v) = &m.versus_keel {
+            writeln!(
+                out,
+                "    auto,keel − {}: {:+.1} points{}: {}",
+                m.result.config,
+                v.difference_points,
+                match v.noise_points {
+                    Some(half) => format!(" ± {half:.1} (95 % interval of the paired repeats)"),
+                    None => String::new(),
+                },
+                v.verdict
+            )?;
         }
     }
     writeln!(
@@ -686,5 +814,33 @@ mod tests {
         assert_eq!(sum_of_instance_medians(&runs).unwrap(), 2.0 + 3.0);
         // No repeat is a typed error (the bench never asks: --reps ≥ 1).
         assert!(sum_of_instance_medians(&[]).is_err());
+    }
+
+    #[test]
+    fn the_noise_interval_is_students_by_hand() {
+        // Mean 2, sample sd 1, n = 3: t(0.975, 2) · 1/√3.
+        let half = interval_95(&[1.0, 2.0, 3.0]).unwrap();
+        assert!((half - 4.303 / 3f64.sqrt()).abs() < 1e-9, "{half}");
+        // n = 2: t(0.975, 1) · sd/√2 with sd = √2 → 12.706.
+        assert!((interval_95(&[0.0, 2.0]).unwrap() - 12.706).abs() < 1e-9);
+        // Past the table: the normal quantile.
+        let many: Vec<f64> = (0..40).map(|k| (k % 2) as f64).collect();
+        let sd = (10.0f64 / 39.0).sqrt();
+        assert!((interval_95(&many).unwrap() - 1.96 * sd / 40f64.sqrt()).abs() < 1e-9);
+        assert_eq!(interval_95(&[5.0]), None);
+        assert_eq!(interval_95(&[]), None);
+    }
+
+    #[test]
+    fn a_difference_counts_only_outside_the_paired_noise() {
+        // Consistent repeats: keel 2 points faster in each, interval 0.
+        let v = versus_keel(-2.0, &[-2.0, -2.0, -2.0]);
+        assert_eq!((v.verdict, v.noise_points), ("ahead", Some(0.0)));
+        assert_eq!(versus_keel(1.5, &[1.0, 1.5, 2.0]).verdict, "behind");
+        // The same difference among scattered repeats is noise.
+        let v = versus_keel(-2.0, &[-12.0, 3.0, 3.0]);
+        assert_eq!(v.verdict, "within noise");
+        assert!(v.noise_points.unwrap() > 2.0);
+        assert_eq!(versus_keel(-2.0, &[-2.0]).verdict, "no noise estimate");
     }
 }

@@ -203,6 +203,11 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
             );
         }
         assert!(w["mechanism_cost_vs_static"].as_f64().unwrap().is_finite());
+        // With two repeats each fold chooses from the other repeat alone,
+        // and an instance's held-out time (the mean of its two folds)
+        // cannot beat Oracle's best mean of the two.
+        let held_out = w["oracle_held_out"].as_f64().unwrap();
+        assert!(held_out >= oracle * (1.0 - 1e-9), "{held_out} < {oracle}");
         let methods = w["methods"].as_array().unwrap();
         let names: Vec<&str> = methods
             .iter()
@@ -237,6 +242,23 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
                 .map(|run| run["len"].as_u64().unwrap())
                 .sum();
             assert_eq!(covered, instances, "{m}");
+            let versus = &m["versus_keel"];
+            if m["result"]["config"] == "auto,keel" {
+                assert!(versus.is_null(), "{m}");
+            } else {
+                let keel_total = methods[0]["result"]["total"].as_f64().unwrap();
+                let difference = (keel_total - total) / oracle * 100.0;
+                assert!(
+                    (versus["difference_points"].as_f64().unwrap() - difference).abs() < 1e-9,
+                    "{versus}"
+                );
+                assert!(versus["noise_points"].as_f64().unwrap() >= 0.0, "{versus}");
+                let verdict = versus["verdict"].as_str().unwrap();
+                assert!(
+                    ["ahead", "behind", "within noise"].contains(&verdict),
+                    "{verdict}"
+                );
+            }
         }
     }
 
@@ -245,6 +267,8 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("mechanism (pinned static) %"), "{text}");
+    assert!(text.contains("Oracle held out %"), "{text}");
+    assert!(text.contains("keel − random (points)"), "{text}");
     assert!(
         text.contains("auto:method=keel,expert-chunk=0,pin=static"),
         "{text}"
