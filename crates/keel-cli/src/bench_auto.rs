@@ -595,18 +595,22 @@ pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<
             format!("{:.1}", w.methods[k].result.degradation_percent)
         });
     }
-    row_of("Oracle held out %", &|w| match w.oracle_held_out {
-        Some(t) => format!("{:+.1}", degradation_percent(t, w.oracle)),
-        None => "-".to_string(),
-    });
-    for (k, method) in METHODS.iter().enumerate().skip(1) {
-        row_of(
-            &format!("keel − {} (points)", short_method(method)),
-            &|w| match &w.methods[k].versus_keel {
-                Some(v) => compact_versus(v),
-                None => "-".to_string(),
-            },
-        );
+    // One repeat (the demo, `--quick`) has neither a held-out Oracle nor
+    // a noise estimate: no rows of dashes.
+    if r.reps >= 2 {
+        row_of("Oracle held out %", &|w| match w.oracle_held_out {
+            Some(t) => format!("{:+.1}", degradation_percent(t, w.oracle)),
+            None => "-".to_string(),
+        });
+        for (k, method) in METHODS.iter().enumerate().skip(1) {
+            row_of(
+                &format!("keel − {} (points)", short_method(method)),
+                &|w| match &w.methods[k].versus_keel {
+                    Some(v) => compact_versus(v),
+                    None => "-".to_string(),
+                },
+            );
+        }
     }
     row_of("best fixed %", &|w| {
         let best = w
@@ -705,16 +709,13 @@ fn write_workload(out: &mut dyn Write, w: &WorkloadReport, brief: bool) -> Resul
         for (name, runs) in &m.timelines {
             writeln!(out, "    {name}: {}", timeline(runs))?;
         }
-        if let Some(v) = &m.versus_keel {
+        if let Some(v) = m.versus_keel.as_ref().filter(|v| v.noise_points.is_some()) {
             writeln!(
                 out,
-                "    auto,keel − {}: {:+.1} points{}: {}",
+                "    auto,keel − {}: {:+.1} ± {:.1} points (95 % interval of the paired repeats): {}",
                 m.result.config,
                 v.difference_points,
-                match v.noise_points {
-                    Some(half) => format!(" ± {half:.1} (95 % interval of the paired repeats)"),
-                    None => String::new(),
-                },
+                v.noise_points.unwrap_or(f64::NAN),
                 v.verdict
             )?;
         }
