@@ -11,7 +11,7 @@
 //! | name | loops per step | what makes schedules differ |
 //! |---|---|---|
 //! | [`mandelbrot-zoom`](MandelbrotZoom) | 1 | a zoom into seahorse valley: the heavy columns move and grow step by step |
-//! | [`lavamd-steps`](LavaMdSteps) | 1 | exponential particles per box, few boxes per thread: static's halves differ |
+//! | [`lavamd-steps`](LavaMdSteps) | 1 | exponential particles per box (5³ boxes), few boxes per thread: static's halves differ (1.40× the ideal on 2 threads) |
 //! | [`sphynx`](Sphynx) | 3 (`density` twice: short, long; `forces`) | neighbour counts peak in a region that drifts across the particles |
 //! | [`gromacs`](Gromacs) | 1 | none by design: a balanced, memory-bound stream (the selection's cost shows) |
 //! | [`phase-change`](PhaseChange) | 1 | fine uniform iterations for half the run, then a heavy head: the best schedule changes |
