@@ -10,6 +10,11 @@
 //! instance*, from the medians of the repeats) and **ManualBest** (the best
 //! fixed schedule *per loop* with the default chunk, found after the fact).
 //! Every configuration is reported as % degradation relative to Oracle.
+//! Beside it, two readings the goals need: **Oracle held out**, whose
+//! excess over Oracle is the luck of taking, per instance, the smallest of
+//! many noisy medians; and `auto,keel` against each Auto4OMP method with
+//! the 95 % interval of their paired per-repeat differences, so that "ahead
+//! where they differ by more than noise" is read off, not guessed.
 //!
 //! Times are taken around each whole loop call, so the selection's own
 //! bookkeeping (choosing before the fork, observing after the join) counts
