@@ -514,10 +514,8 @@ fn interval_95(samples: &[f64]) -> Option<f64> {
     if n < 2 {
         return None;
     }
-    let mean = samples.iter().sum::<f64>() / n as f64;
-    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let t = T_975.get(n - 2).copied().unwrap_or(1.96);
-    Some(t * (var / n as f64).sqrt())
+    Some(t * report::mean_se(samples).1)
 }
 
 /// The verdict on `difference` (points, negative when `auto,keel` is

@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::cli::BenchFarmArgs;
 use crate::error::CliError;
-use crate::report::{self, median};
+use crate::report::{self, mean_se, median};
 
 /// The experiments, in order.
 pub const EXPERIMENTS: [&str; 6] = ["a", "b", "c", "d", "e", "overhead"];
@@ -123,16 +123,6 @@ struct Plan {
     runs: usize,
     /// Workers of the experiments that scale: (a), (b), (d), overhead.
     workers: usize,
-}
-
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (mean, 0.0);
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, (var / n).sqrt())
 }
 
 fn build(policy: &str, workers: usize, pin: Option<Vec<usize>>) -> Result<Farm, CliError> {
