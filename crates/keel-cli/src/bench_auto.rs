@@ -376,7 +376,8 @@ pub fn bench_workload(
                 .collect()
         };
         let every: Vec<usize> = (0..configs.len()).collect();
-        let all = LoopTimes::from_repeats(&repeats(&every))?;
+        let every_repeat = repeats(&every);
+        let all = LoopTimes::from_repeats(&every_repeat)?;
         let default_only = LoopTimes::from_repeats(&repeats(&defaults))?;
         for (k, row) in medians.iter_mut().enumerate() {
             for (j, &i) in at.iter().enumerate() {
@@ -386,7 +387,7 @@ pub fn bench_workload(
         for (j, (&i, &best)) in at.iter().zip(&all.oracle_choices()).enumerate() {
             oracle_per_instance[i] = all.time(best, j);
         }
-        held_out_total = match (held_out_total, held_out_oracle(&repeats(&every))?) {
+        held_out_total = match (held_out_total, held_out_oracle(&every_repeat)?) {
             (Some(sum), Some(times)) => Some(sum + times.iter().sum::<f64>()),
             _ => None,
         };

@@ -44,6 +44,44 @@ fn shape_error(key: &str, value: usize, expected: String) -> PolicyError {
     }
 }
 
+/// Checks that every table has the first one's shape (and that there is
+/// one).
+fn same_shape(tables: &[LoopTimes]) -> Result<(), PolicyError> {
+    let first = tables
+        .first()
+        .ok_or_else(|| shape_error("repeats", 0, "at least one repeat".into()))?;
+    for t in tables {
+        if (t.schedules, t.instances) != (first.schedules, first.instances) {
+            return Err(shape_error(
+                "instances",
+                t.schedules * t.instances,
+                format!(
+                    "every repeat with {} schedules × {} instances",
+                    first.schedules, first.instances
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The element-wise median of `tables`, non-empty and of one shape.
+fn elementwise_median(tables: &[&LoopTimes]) -> LoopTimes {
+    let mut column = vec![0.0; tables.len()];
+    let times = (0..tables[0].times.len())
+        .map(|i| {
+            for (c, t) in column.iter_mut().zip(tables) {
+                *c = t.times[i];
+            }
+            median_in_place(&mut column)
+        })
+        .collect();
+    LoopTimes {
+        times,
+        ..tables[0].clone()
+    }
+}
+
 impl LoopTimes {
     /// From rows `times[schedule][instance]`: at least one schedule and one
     /// instance, every row the same length, every time finite and `>= 0`.
@@ -82,34 +120,8 @@ impl LoopTimes {
             .iter()
             .map(|r| LoopTimes::new(r))
             .collect::<Result<Vec<_>, _>>()?;
-        let first = tables
-            .first()
-            .ok_or_else(|| shape_error("repeats", 0, "at least one repeat".into()))?;
-        for t in &tables {
-            if (t.schedules, t.instances) != (first.schedules, first.instances) {
-                return Err(shape_error(
-                    "instances",
-                    t.schedules * t.instances,
-                    format!(
-                        "every repeat with {} schedules × {} instances",
-                        first.schedules, first.instances
-                    ),
-                ));
-            }
-        }
-        let mut column = vec![0.0; tables.len()];
-        let times = (0..first.times.len())
-            .map(|i| {
-                for (c, t) in column.iter_mut().zip(&tables) {
-                    *c = t.times[i];
-                }
-                median_in_place(&mut column)
-            })
-            .collect();
-        Ok(LoopTimes {
-            times,
-            ..first.clone()
-        })
+        same_shape(&tables)?;
+        Ok(elementwise_median(&tables.iter().collect::<Vec<_>>()))
     }
 
     /// Number of schedules (rows).
@@ -220,21 +232,20 @@ pub fn held_out_oracle(repeats: &[Vec<Vec<f64>>]) -> Result<Option<Vec<f64>>, Po
         .iter()
         .map(|r| LoopTimes::new(r))
         .collect::<Result<Vec<_>, _>>()?;
-    // Checks that the shapes agree.
-    LoopTimes::from_repeats(repeats)?;
+    same_shape(&tables)?;
     if tables.len() < 2 {
         return Ok(None);
     }
     let instances = tables[0].instances;
     let mut per_fold = vec![vec![0.0; tables.len()]; instances];
     for (r, held) in tables.iter().enumerate() {
-        let others: Vec<Vec<Vec<f64>>> = repeats
+        let others: Vec<&LoopTimes> = tables
             .iter()
             .enumerate()
             .filter(|&(q, _)| q != r)
-            .map(|(_, t)| t.clone())
+            .map(|(_, t)| t)
             .collect();
-        let chooser = LoopTimes::from_repeats(&others)?;
+        let chooser = elementwise_median(&others);
         for (k, s) in chooser.oracle_choices().into_iter().enumerate() {
             per_fold[k][r] = held.time(s, k);
         }
