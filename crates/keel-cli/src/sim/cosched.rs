@@ -25,7 +25,7 @@ use keel_sim::cluster::scenarios::{
     self, fig5_findings, fig5_sweep, run_table, Fig5Point, Finding, ScenarioTable, APP_POLICIES,
     FCS_GOAL, VERIFY_POLICIES,
 };
-use keel_sim::cluster::{simulate_spec, CommClock, CoschedModel, OsModel};
+use keel_sim::cluster::{simulate_spec, CommClock, CoschedModel, CpuClock, OsModel};
 use keel_sim::SimError;
 use keel_workloads::bsp::{self, BspJob, BspScenario, Pattern};
 use keel_workloads::swf::{self, WideJobs};
@@ -103,6 +103,12 @@ pub struct Common {
     #[arg(long, default_value = "scheduled", global = true)]
     pub comm_clock: String,
 
+    /// What FCS's T_cpu counts: `cpu` (CPU seconds computing, Table 1) or
+    /// `elapsed` (wall time between communications, as a layer that only
+    /// timestamps its hooks measures it).
+    #[arg(long, default_value = "cpu", global = true)]
+    pub cpu_clock: String,
+
     /// Message and barrier latency, seconds (default: the model's 20 µs).
     #[arg(long, global = true)]
     pub latency: Option<f64>,
@@ -160,6 +166,7 @@ impl Common {
             None => default_os,
         };
         m.comm_clock = CommClock::parse(&self.comm_clock).map_err(sim_error)?;
+        m.cpu_clock = CpuClock::parse(&self.cpu_clock).map_err(sim_error)?;
         if let Some(v) = self.latency {
             m.net.latency = v;
         }
@@ -801,7 +808,7 @@ fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
     let m = &s.model;
     writeln!(
         out,
-        "keel sim cosched: latency {}, context switch {}, kernel {}: OS time slice {} (±{:.0} %), tick {}, wake-up {}, monitoring {} per call, T_comm clock {}; seed {}, iterations × {}",
+        "keel sim cosched: latency {}, context switch {}, kernel {}: OS time slice {} (±{:.0} %), tick {}, wake-up {}, monitoring {} per call, T_comm clock {}, T_cpu clock {}; seed {}, iterations × {}",
         report::duration(m.net.latency),
         report::duration(m.cluster.context_switch),
         m.os.kernel,
@@ -811,6 +818,7 @@ fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {
         report::duration(m.os.wakeup),
         report::duration(m.monitor_cost),
         m.comm_clock.name(),
+        m.cpu_clock.name(),
         s.seed,
         s.scale
     )?;

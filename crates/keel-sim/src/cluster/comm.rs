@@ -3,9 +3,11 @@
 //! started, from which the node manager subtracts a baseline snapshot at
 //! every reset (a class change, or Algorithm 2's periodic reset).
 //!
-//! - `T_cpu` is CPU time spent computing: spinning in a wait is counted
-//!   apart and never added (§2.6: spin time "is accounted for and
-//!   subtracted from T_cpu").
+//! - `T_cpu` is CPU time spent computing, or under the model's
+//!   `CpuClock::Elapsed` the wall time from leaving one communication to
+//!   entering the next; either way spinning in a wait is counted apart and
+//!   never added (§2.6: spin time "is accounted for and subtracted from
+//!   T_cpu").
 //! - `T_comm` is the time from entering a blocking communication to
 //!   leaving it: while the process is scheduled (running, runnable or
 //!   blocked), or all wall time, as the model's `CommClock` says.

@@ -32,7 +32,7 @@ pub mod scenarios;
 
 pub use comm::CommCounters;
 pub use model::{simulate, simulate_spec};
-pub use params::{CommClock, CoschedModel, NetModel, OsModel};
+pub use params::{CommClock, CoschedModel, CpuClock, NetModel, OsModel};
 pub use run::{ClassChange, CoschedRun, JobResult, PeUsage, ProcessResult, RunSegment};
 
 use serde::{Deserialize, Serialize};

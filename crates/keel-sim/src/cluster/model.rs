@@ -69,7 +69,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::comm::CommCounters;
-use super::params::{CommClock, CoschedModel};
+use super::params::{CommClock, CoschedModel, CpuClock};
 use super::run::{ClassChange, CoschedRun, JobResult, PeUsage, ProcessResult, RunSegment};
 use crate::engine::EventQueue;
 use crate::error::SimError;
@@ -150,11 +150,14 @@ struct Proc {
     class_since: f64,
     /// The OS scheduler's counter: CPU seconds left of its time slice.
     counter: f64,
-    /// Since when the node manager has kept it suspended in its current
-    /// wait, if it does.
+    /// Since when the node manager has kept it suspended, if it does.
     suspended_at: Option<f64>,
-    /// Seconds of the current wait spent suspended.
-    suspended_in_wait: f64,
+    /// When its current compute or wait phase began.
+    phase_since: f64,
+    /// Seconds of the current phase spent suspended.
+    suspended_in_phase: f64,
+    /// CPU seconds computing, whatever T_cpu's clock.
+    cpu: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -332,7 +335,9 @@ impl<'a> Sim<'a> {
                     class_since: 0.0,
                     counter: 0.0,
                     suspended_at: None,
-                    suspended_in_wait: 0.0,
+                    phase_since: 0.0,
+                    suspended_in_phase: 0.0,
+                    cpu: 0.0,
                 });
             }
             jobs.push(Job {
@@ -554,6 +559,8 @@ impl<'a> Sim<'a> {
                 remaining: job.spec.compute(rank, 0),
             };
             p.class_since = now;
+            p.phase_since = now;
+            p.suspended_in_phase = 0.0;
             // A process starts at an arbitrary point of its time slice, so
             // the PEs' schedulers are not in phase.
             p.counter = quantum * (1.0 - self.rng.gen::<f64>());
@@ -665,7 +672,10 @@ impl<'a> Sim<'a> {
         for &p in &old {
             if !new.contains(&p) {
                 self.procs[p].eligible = false;
-                if matches!(self.procs[p].phase, Phase::Wait { .. }) {
+                if matches!(
+                    self.procs[p].phase,
+                    Phase::Wait { .. } | Phase::Compute { .. }
+                ) {
                     self.procs[p].suspended_at = Some(self.now);
                 }
                 self.dequeue(pe, p);
@@ -678,7 +688,7 @@ impl<'a> Sim<'a> {
         for &p in &new {
             self.procs[p].eligible = true;
             if let Some(at) = self.procs[p].suspended_at.take() {
-                self.procs[p].suspended_in_wait += self.now - at;
+                self.procs[p].suspended_in_phase += self.now - at;
             }
             if !self.procs[p].blocked && self.pes[pe].running != Some(p) && !self.procs[p].queued {
                 self.enqueue_back(pe, p);
@@ -855,6 +865,7 @@ impl<'a> Sim<'a> {
 
     fn settle(&mut self, pe: usize) {
         let now = self.now;
+        let cpu_clock = self.model.cpu_clock;
         let st = &mut self.pes[pe];
         if let Some(p) = st.running {
             st.overhead += (now.min(st.busy_until) - st.settled).max(0.0);
@@ -868,7 +879,10 @@ impl<'a> Sim<'a> {
                 match &mut proc.phase {
                     Phase::Compute { remaining } => {
                         *remaining = (*remaining - dt * st.speed).max(0.0);
-                        proc.counters.computed(dt);
+                        proc.cpu += dt;
+                        if cpu_clock == CpuClock::Cpu {
+                            proc.counters.computed(dt);
+                        }
                         st.compute += dt;
                     }
                     Phase::Wait { .. } => {
@@ -1140,13 +1154,18 @@ impl<'a> Sim<'a> {
         let now = self.now;
         let latency = self.model.net.latency;
         self.procs[p].iterations += 1;
+        if self.model.cpu_clock == CpuClock::Elapsed {
+            let elapsed = self.phase_elapsed(p);
+            self.procs[p].counters.computed(elapsed);
+        }
         let (iter, job) = (self.procs[p].iter, self.procs[p].job);
         if !self.jobs[job].spec.communicates() {
             self.next_iteration(p);
             return;
         }
         self.procs[p].phase = Phase::Wait { since: now };
-        self.procs[p].suspended_in_wait = 0.0;
+        self.procs[p].phase_since = now;
+        self.procs[p].suspended_in_phase = 0.0;
         if self.jobs[job].spec.pattern == Pattern::Barrier {
             let j = &mut self.jobs[job];
             j.barrier += 1;
@@ -1160,14 +1179,22 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Wall seconds of process `p`'s current phase, less its suspensions
+    /// where the clock counts only scheduled time.
+    fn phase_elapsed(&self, p: usize) -> f64 {
+        let proc = &self.procs[p];
+        let wall = self.now - proc.phase_since;
+        match self.model.comm_clock {
+            CommClock::Wall => wall,
+            CommClock::Scheduled => wall - proc.suspended_in_phase,
+        }
+    }
+
     fn end_wait(&mut self, p: usize, since: f64) {
-        let now = self.now;
         let merge = self.model.merge_epsilon;
+        debug_assert_eq!(since, self.procs[p].phase_since);
+        let waited = self.phase_elapsed(p);
         let proc = &mut self.procs[p];
-        let waited = match self.model.comm_clock {
-            CommClock::Wall => now - since,
-            CommClock::Scheduled => now - since - proc.suspended_in_wait,
-        };
         proc.counters.communicated(waited, merge);
         let slot = (proc.iter % 2) as usize;
         debug_assert_eq!(proc.arrived[slot], proc.need, "messages of one iteration");
@@ -1184,6 +1211,8 @@ impl<'a> Sim<'a> {
         } else {
             let remaining = spec.compute(rank, iter) + self.monitor;
             self.procs[p].phase = Phase::Compute { remaining };
+            self.procs[p].phase_since = self.now;
+            self.procs[p].suspended_in_phase = 0.0;
         }
     }
 
@@ -1258,7 +1287,7 @@ impl<'a> Sim<'a> {
                     rank: p.rank,
                     pe: p.pe,
                     iterations: p.iterations,
-                    cpu: p.counters.t_cpu,
+                    cpu: p.cpu,
                     spin: p.counters.spin,
                     comm_wait: p.counters.t_comm,
                     comm_events: p.counters.c_comm,

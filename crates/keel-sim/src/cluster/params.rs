@@ -104,6 +104,44 @@ impl CommClock {
     }
 }
 
+/// What T_cpu, Table 1's computation time, counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuClock {
+    /// CPU seconds spent computing (Table 1: "CPU time since last reset").
+    #[default]
+    Cpu,
+    /// Wall seconds from leaving one blocking communication to entering
+    /// the next: what a monitoring layer that only timestamps its four
+    /// hooks (§2.6) measures. Time spent runnable behind another process
+    /// counts; time the node manager keeps the process suspended counts
+    /// as the `CommClock` says.
+    Elapsed,
+}
+
+impl CpuClock {
+    /// Parses `cpu` or `elapsed`.
+    pub fn parse(text: &str) -> Result<Self, SimError> {
+        match text.trim() {
+            "cpu" => Ok(CpuClock::Cpu),
+            "elapsed" => Ok(CpuClock::Elapsed),
+            other => Err(SimError::invalid(
+                "T_cpu clock",
+                other,
+                "one of cpu, elapsed",
+            )),
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuClock::Cpu => "cpu",
+            CpuClock::Elapsed => "elapsed",
+        }
+    }
+}
+
 /// The network.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct NetModel {
@@ -208,6 +246,8 @@ pub struct CoschedModel {
     pub merge_epsilon: f64,
     /// What T_comm counts.
     pub comm_clock: CommClock,
+    /// What T_cpu counts.
+    pub cpu_clock: CpuClock,
     /// Relative speed of each PE (empty: all 1), for heterogeneous nodes.
     pub pe_speeds: Vec<f64>,
     /// Seed of the OS schedulers' tick phases and quantum jitter.
@@ -227,6 +267,7 @@ impl CoschedModel {
             monitor_cost: MONITOR_COST,
             merge_epsilon: MERGE_EPSILON,
             comm_clock: CommClock::default(),
+            cpu_clock: CpuClock::default(),
             pe_speeds: Vec::new(),
             seed: 0,
             trace_limit: 0,
