@@ -121,8 +121,9 @@ enum Phase {
     Idle,
     /// Computing; seconds of work (at speed 1) left in this iteration.
     Compute { remaining: f64 },
-    /// In the iteration's blocking exchange since `since`.
-    Wait { since: f64 },
+    /// In the iteration's blocking exchange (since the process's
+    /// `phase_since`).
+    Wait,
     /// Exited.
     Done,
 }
@@ -634,10 +635,7 @@ impl<'a> Sim<'a> {
     }
 
     fn active(&self, p: usize) -> bool {
-        matches!(
-            self.procs[p].phase,
-            Phase::Compute { .. } | Phase::Wait { .. }
-        )
+        matches!(self.procs[p].phase, Phase::Compute { .. } | Phase::Wait)
     }
 
     fn apply(&mut self, pe: usize, d: PeDecision) -> Result<(), SimError> {
@@ -672,10 +670,7 @@ impl<'a> Sim<'a> {
         for &p in &old {
             if !new.contains(&p) {
                 self.procs[p].eligible = false;
-                if matches!(
-                    self.procs[p].phase,
-                    Phase::Wait { .. } | Phase::Compute { .. }
-                ) {
+                if matches!(self.procs[p].phase, Phase::Wait | Phase::Compute { .. }) {
                     self.procs[p].suspended_at = Some(self.now);
                 }
                 self.dequeue(pe, p);
@@ -794,7 +789,7 @@ impl<'a> Sim<'a> {
     fn deliver(&mut self, p: usize, iter: u64) -> Result<(), SimError> {
         let proc = &mut self.procs[p];
         proc.arrived[(iter % 2) as usize] += 1;
-        let waiting = proc.iter == iter && matches!(proc.phase, Phase::Wait { .. });
+        let waiting = proc.iter == iter && matches!(proc.phase, Phase::Wait);
         if waiting && self.complete(p) {
             self.notify(p)?;
         }
@@ -885,7 +880,7 @@ impl<'a> Sim<'a> {
                         }
                         st.compute += dt;
                     }
-                    Phase::Wait { .. } => {
+                    Phase::Wait => {
                         proc.counters.spun(dt);
                         st.spin += dt;
                     }
@@ -1069,14 +1064,14 @@ impl<'a> Sim<'a> {
                         break;
                     }
                 }
-                Phase::Wait { since } => {
+                Phase::Wait => {
                     if self.complete(p) {
-                        self.end_wait(p, since);
+                        self.end_wait(p);
                     } else {
                         match self.pes[pe].wait {
                             WaitMode::Poll => break,
                             WaitMode::SpinBlock { spin } => {
-                                if now + tol >= since + spin {
+                                if now + tol >= self.procs[p].phase_since + spin {
                                     self.block(p);
                                 } else {
                                     break;
@@ -1119,13 +1114,15 @@ impl<'a> Sim<'a> {
             let start = st.busy_until.max(now);
             match self.procs[p].phase {
                 Phase::Compute { remaining } => t = start + remaining / st.speed,
-                Phase::Wait { since } => {
+                Phase::Wait => {
                     if self.complete(p) {
                         t = start;
                     } else {
                         match st.wait {
                             WaitMode::Poll => {}
-                            WaitMode::SpinBlock { spin } => t = (since + spin).max(start),
+                            WaitMode::SpinBlock { spin } => {
+                                t = (self.procs[p].phase_since + spin).max(start)
+                            }
                             WaitMode::Block => t = start,
                         }
                     }
@@ -1163,7 +1160,7 @@ impl<'a> Sim<'a> {
             self.next_iteration(p);
             return;
         }
-        self.procs[p].phase = Phase::Wait { since: now };
+        self.procs[p].phase = Phase::Wait;
         self.procs[p].phase_since = now;
         self.procs[p].suspended_in_phase = 0.0;
         if self.jobs[job].spec.pattern == Pattern::Barrier {
@@ -1190,9 +1187,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn end_wait(&mut self, p: usize, since: f64) {
+    fn end_wait(&mut self, p: usize) {
         let merge = self.model.merge_epsilon;
-        debug_assert_eq!(since, self.procs[p].phase_since);
         let waited = self.phase_elapsed(p);
         let proc = &mut self.procs[p];
         proc.counters.communicated(waited, merge);
