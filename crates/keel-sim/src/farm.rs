@@ -50,6 +50,15 @@ pub const PAPER_SLOW_TASK_S: f64 = 0.28e-3;
 /// (`s_f ∼ 5.8`, §III-C: primes up to 2,000 take ∼ 0.048 ms).
 pub const PAPER_FAST_SPEED: f64 = 5.8;
 
+/// The most workers a simulated farm may have: 65,536 (the paper's
+/// farms have 4–16). Each worker holds a model and a queue; past this
+/// a farm is a memory exhaustion, not an experiment.
+pub const MAX_FARM_WORKERS: usize = 1 << 16;
+
+/// The most items [`uniform_costs`] builds: 2²⁶ ≈ 67 million (the paper's
+/// streams have 1,000–16,000), 512 MiB of costs.
+pub const MAX_FARM_ITEMS: usize = 1 << 26;
+
 /// A farm to simulate.
 #[derive(Debug, Clone)]
 pub struct FarmModel {
@@ -72,6 +81,7 @@ impl FarmModel {
         if workers == 0 {
             return Err(SimError::invalid("farm workers", 0, "at least 1"));
         }
+        check_workers(workers)?;
         let models = (0..workers)
             .map(|w| WorkerModel::new(if w < fast { fast_speed } else { 1.0 }))
             .collect::<Result<Vec<_>, _>>()?;
@@ -88,6 +98,7 @@ impl FarmModel {
         if self.workers.is_empty() {
             return Err(SimError::invalid("farm workers", 0, "at least 1"));
         }
+        check_workers(self.workers.len())?;
         if self.capacity == Some(0) {
             return Err(SimError::invalid(
                 "queue capacity",
@@ -114,8 +125,30 @@ impl FarmModel {
     }
 }
 
-/// Per-item costs, seconds at speed 1.
+fn check_workers(workers: usize) -> Result<(), SimError> {
+    if workers > MAX_FARM_WORKERS {
+        return Err(SimError::over_limit(
+            "farm size",
+            format!("{workers} workers"),
+            format!("at most MAX_FARM_WORKERS = {MAX_FARM_WORKERS} workers"),
+        ));
+    }
+    Ok(())
+}
+
+/// Per-item costs, seconds at speed 1: between 1 and [`MAX_FARM_ITEMS`]
+/// items (a stream of none has no makespan to compare).
 pub fn uniform_costs(items: usize, cost: f64) -> Result<Vec<f64>, SimError> {
+    if items == 0 {
+        return Err(SimError::invalid("stream length", 0, "at least 1 item"));
+    }
+    if items > MAX_FARM_ITEMS {
+        return Err(SimError::over_limit(
+            "stream length",
+            format!("{items} items"),
+            format!("at most MAX_FARM_ITEMS = {MAX_FARM_ITEMS} items"),
+        ));
+    }
     if !(cost.is_finite() && cost >= 0.0) {
         return Err(SimError::invalid(
             "item cost",

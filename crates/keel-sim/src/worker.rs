@@ -35,6 +35,15 @@ pub enum Noise {
 }
 
 impl Noise {
+    /// Normal noise of coefficient of variation `cv`, validated (finite,
+    /// ≥ 0); 0 is [`Noise::None`]. NaN or a negative `cv` is an error, never
+    /// silently noise-free.
+    pub fn normal(cv: f64) -> Result<Noise, SimError> {
+        let noise = Noise::Normal { cv };
+        noise.validate()?;
+        Ok(if cv == 0.0 { Noise::None } else { noise })
+    }
+
     fn validate(&self) -> Result<(), SimError> {
         match *self {
             Noise::None => Ok(()),
@@ -261,6 +270,11 @@ mod tests {
         assert!(WorkerModel::new(0.0).is_err());
         assert!(WorkerModel::new(f64::NAN).is_err());
         assert!(WorkerModel::with(1.0, Noise::Uniform { spread: 1.5 }, &[]).is_err());
+        for cv in [f64::NAN, -5.0, f64::INFINITY] {
+            assert!(Noise::normal(cv).is_err(), "cv {cv}");
+        }
+        assert_eq!(Noise::normal(0.0), Ok(Noise::None));
+        assert_eq!(Noise::normal(0.2), Ok(Noise::Normal { cv: 0.2 }));
         let inverted = Perturbation {
             from: 2.0,
             to: 1.0,

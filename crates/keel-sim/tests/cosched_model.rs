@@ -409,3 +409,38 @@ fn bad_inputs_are_typed_errors() {
     let r = simulate_spec(&CoschedModel::new(1, 1).unwrap(), "fcs", &[]).unwrap();
     assert_eq!(r.makespan, 0.0);
 }
+
+/// A log's run time of 10⁹ s at 0.1 s granularity is 10¹⁰ iterations: the
+/// run is refused at once with the limit named, for every policy, instead
+/// of simulating for days. A tiny OS tick or gang slice is refused the
+/// same way instead of multiplying the events without end.
+#[test]
+fn runs_past_the_work_and_quantum_limits_are_refused_at_once() {
+    use keel_sim::cluster::{MAX_PROCESS_ITERATIONS, MIN_QUANTUM};
+    let m = CoschedModel::new(2, 2).unwrap();
+    let huge = BspJob::new(4, 0.1, 10_000_000_000, Pattern::Barrier).unwrap();
+    let started = std::time::Instant::now();
+    for policy in NAMES {
+        let e = simulate_spec(&m, policy, std::slice::from_ref(&huge)).unwrap_err();
+        assert!(matches!(e, SimError::OverLimit { .. }), "{policy}: {e:?}");
+        assert!(e.to_string().contains("MAX_PROCESS_ITERATIONS"), "{e}");
+    }
+    assert!(started.elapsed().as_secs() < 5);
+    // Exactly at the limit the work is accepted (checked without running).
+    let at_limit = BspJob::new(4, 0.1, MAX_PROCESS_ITERATIONS / 4, Pattern::Barrier).unwrap();
+    assert!(keel_sim::cluster::check_work(&[at_limit.clone()]).is_ok());
+    assert!(keel_sim::cluster::check_work(&[at_limit.clone(), at_limit]).is_err());
+
+    let job = BspJob::new(4, 0.005, 10, Pattern::Ring).unwrap();
+    for tick in [1e-12, MIN_QUANTUM / 2.0, 1e9] {
+        let mut bad = m.clone();
+        bad.os.tick = tick;
+        let e = simulate_spec(&bad, "local", std::slice::from_ref(&job)).unwrap_err();
+        assert!(e.to_string().contains("MIN_QUANTUM"), "{e}");
+        let mut bad = m.clone();
+        bad.os.quantum = tick;
+        assert!(bad.validate().is_err());
+    }
+    let e = simulate_spec(&m, "gs:t-slice=0.0000000001", std::slice::from_ref(&job));
+    assert!(e.is_err(), "{e:?}");
+}

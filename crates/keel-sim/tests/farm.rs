@@ -126,6 +126,12 @@ fn bad_parameters_are_typed_errors() {
     assert!(FarmModel::heterogeneous(0, 0, 1.0).is_err());
     assert!(FarmModel::heterogeneous(2, 1, -1.0).is_err());
     assert!(uniform_costs(3, -1.0).is_err());
+    // No stream, or one past the limit, is a typed error, not 0/0 or an abort.
+    assert!(uniform_costs(0, 1e-3).is_err());
+    let e = uniform_costs(usize::MAX, 1e-3).unwrap_err();
+    assert!(e.to_string().contains("MAX_FARM_ITEMS"), "{e}");
+    let e = FarmModel::heterogeneous(usize::MAX, 1, 2.0).unwrap_err();
+    assert!(e.to_string().contains("MAX_FARM_WORKERS"), "{e}");
     let mut bounded = model.clone();
     bounded.capacity = Some(0);
     assert!(matches!(

@@ -261,3 +261,20 @@ fn late_exposure_lets_a_pu_that_ran_dry_help_a_task_already_under_way() {
         assert!(never.step_s.iter().all(|&s| s >= 2e-3), "{off}");
     }
 }
+
+#[test]
+fn machines_past_max_pus_are_refused_naming_the_limit() {
+    // 2³² × 2³² overflows usize: the error must say so, not "at least 1".
+    for (nodes, pus) in [
+        (1usize << 32, 1usize << 32),
+        (1 << 20, 2),
+        (100_000, 100_000),
+    ] {
+        let e = ObjectsModel::new(nodes, pus, Noise::None).unwrap_err();
+        assert!(matches!(e, SimError::OverLimit { .. }), "{e}");
+        assert!(e.to_string().contains("MAX_PUS = 1048576"), "{e}");
+    }
+    let e = ObjectsModel::new(1 << 32, 1 << 32, Noise::None).unwrap_err();
+    assert!(e.to_string().contains("18446744073709551616 PUs"), "{e}");
+    assert!(ObjectsModel::new(keel_sim::objects::MAX_PUS, 1, Noise::None).is_ok());
+}

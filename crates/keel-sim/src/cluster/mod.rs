@@ -39,6 +39,71 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
 
+/// The most PEs a simulated cluster may have: 2²⁰ = 1,048,576 (the paper's
+/// clusters have 64). The engine keeps state per PE and per process and
+/// the matrix a row per PE; past this, building the model alone would
+/// exhaust memory instead of failing.
+pub const MAX_PES: usize = 1 << 20;
+
+/// The shortest time quantum a model accepts — the gang time slice, the
+/// local OS scheduler's quantum and tick, a BSP job's granularity: 1 µs.
+/// Real kernels tick every 0.1–10 ms; a shorter quantum only multiplies
+/// the events per simulated second (at 1 ps a run would never end).
+pub const MIN_QUANTUM: f64 = 1e-6;
+
+/// The longest time quantum a model accepts: one hour.
+pub const MAX_QUANTUM: f64 = 3600.0;
+
+/// Checks that `value` is a time quantum in
+/// [`MIN_QUANTUM`, `MAX_QUANTUM`] seconds.
+pub fn check_quantum(what: &'static str, value: f64) -> Result<(), SimError> {
+    if !value.is_finite() || value <= 0.0 {
+        return Err(SimError::invalid(
+            what,
+            value,
+            "must be finite and > 0 seconds",
+        ));
+    }
+    if !(MIN_QUANTUM..=MAX_QUANTUM).contains(&value) {
+        return Err(SimError::over_limit(
+            what,
+            format!("{value} s"),
+            format!("between MIN_QUANTUM = {MIN_QUANTUM} s and MAX_QUANTUM = {MAX_QUANTUM} s"),
+        ));
+    }
+    Ok(())
+}
+
+/// The most simulated work one run may hold: Σ over the jobs of
+/// processes × iterations, 10⁸ compute phases. The paper's largest
+/// scenario (the SWEEP3D-like mix) holds about 3.5 × 10⁶, so `--scale` up
+/// to about 25 fits; each phase costs the engine a few events, and past
+/// this a run takes hours (a log's run time of 10⁹ s at 0.1 s
+/// granularity would be 10¹⁰ phases per process).
+pub const MAX_PROCESS_ITERATIONS: u64 = 100_000_000;
+
+/// Checks that `jobs` hold at most [`MAX_PROCESS_ITERATIONS`] compute
+/// phases in all, naming the first job that crosses it.
+pub fn check_work(jobs: &[keel_workloads::bsp::BspJob]) -> Result<(), SimError> {
+    let mut total: u128 = 0;
+    for (k, job) in jobs.iter().enumerate() {
+        total += job.processes as u128 * job.iterations as u128;
+        if total > MAX_PROCESS_ITERATIONS as u128 {
+            return Err(SimError::over_limit(
+                "simulated work",
+                format!(
+                    "of at least {total} process-iterations (job {k}: {} processes × {} iterations)",
+                    job.processes, job.iterations
+                ),
+                format!(
+                    "at most MAX_PROCESS_ITERATIONS = {MAX_PROCESS_ITERATIONS} process-iterations in one run"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A cluster: nodes of identical PEs and the gang-scheduling clock.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cluster {
@@ -81,20 +146,19 @@ impl Cluster {
         if self.pes_per_node == 0 {
             return Err(SimError::invalid("PEs per node", 0, "at least 1"));
         }
-        if self.nodes.checked_mul(self.pes_per_node).is_none() {
-            return Err(SimError::invalid(
+        let pes = self.nodes.checked_mul(self.pes_per_node);
+        if pes.is_none_or(|pes| pes > MAX_PES) {
+            let product = (self.nodes as u128) * (self.pes_per_node as u128);
+            return Err(SimError::over_limit(
                 "cluster size",
-                format!("{} × {}", self.nodes, self.pes_per_node),
-                "the number of PEs must fit in usize",
+                format!(
+                    "{} nodes × {} PEs = {product} PEs",
+                    self.nodes, self.pes_per_node
+                ),
+                format!("at most MAX_PES = {MAX_PES} PEs"),
             ));
         }
-        if !(self.time_slice.is_finite() && self.time_slice > 0.0) {
-            return Err(SimError::invalid(
-                "time slice",
-                self.time_slice,
-                "must be finite and > 0 seconds",
-            ));
-        }
+        check_quantum("time slice", self.time_slice)?;
         if !(self.context_switch.is_finite()
             && self.context_switch >= 0.0
             && self.context_switch < self.time_slice)
@@ -154,5 +218,26 @@ mod tests {
         assert!(Cluster::new(4, 16, 0.05, 0.05).is_err());
         assert!(Cluster::new(4, 16, f64::NAN, 0.0).is_err());
         assert!(Cluster::new(usize::MAX, 2, 0.05, 0.0).is_err());
+    }
+
+    #[test]
+    fn clusters_past_max_pes_are_refused_naming_the_limit() {
+        for (nodes, pes) in [(100_000, 100_000), (usize::MAX, 2), (MAX_PES, 2)] {
+            let e = Cluster::new(nodes, pes, 0.05, 0.0).unwrap_err();
+            assert!(matches!(e, SimError::OverLimit { .. }), "{e}");
+            assert!(e.to_string().contains("MAX_PES = 1048576"), "{e}");
+        }
+        let product = Cluster::new(100_000, 100_000, 0.05, 0.0).unwrap_err();
+        assert!(product.to_string().contains("10000000000 PEs"), "{product}");
+        assert!(Cluster::new(MAX_PES, 1, 0.05, 0.0).is_ok());
+    }
+
+    #[test]
+    fn time_slices_outside_the_quantum_limits_are_refused() {
+        for slice in [1e-12, 1e-7, 1e5, f64::MAX] {
+            let e = Cluster::new(2, 2, slice, 0.0).unwrap_err();
+            assert!(e.to_string().contains("MIN_QUANTUM"), "{e}");
+        }
+        assert!(Cluster::new(2, 2, MIN_QUANTUM, 0.0).is_ok());
     }
 }

@@ -252,18 +252,13 @@ impl<'a> Sim<'a> {
         let npes = model.cluster.pes();
         let sharing = policy.time_sharing();
         let slice = policy.time_slice().unwrap_or(model.cluster.time_slice);
-        if !(slice.is_finite() && slice > 0.0) {
-            return Err(SimError::invalid(
-                "policy time slice",
-                slice,
-                "must be finite and > 0 seconds",
-            ));
-        }
+        super::check_quantum("policy time slice", slice)?;
         let fcs = if policy.classifies() {
             policy.fcs_params().copied()
         } else {
             None
         };
+        super::check_work(specs)?;
         let mut jobs = Vec::with_capacity(specs.len());
         let mut procs = Vec::new();
         let mut horizon = 0.0f64;

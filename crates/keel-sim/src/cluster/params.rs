@@ -309,16 +309,9 @@ impl CoschedModel {
                 Err(SimError::invalid(what, v, "must be finite and ≥ 0 seconds"))
             }
         };
-        let positive = |what: &'static str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(SimError::invalid(what, v, "must be finite and > 0 seconds"))
-            }
-        };
         non_negative("network latency", self.net.latency)?;
-        positive("OS quantum", self.os.quantum)?;
-        positive("OS tick", self.os.tick)?;
+        super::check_quantum("OS quantum", self.os.quantum)?;
+        super::check_quantum("OS tick", self.os.tick)?;
         non_negative("wake-up cost", self.os.wakeup)?;
         non_negative("monitor cost", self.monitor_cost)?;
         non_negative("merge epsilon", self.merge_epsilon)?;

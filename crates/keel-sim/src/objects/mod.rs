@@ -161,6 +161,34 @@ pub struct ObjectsModel {
     pub seed: u64,
 }
 
+/// The most PUs a simulated machine may have: 2²⁰ = 1,048,576 (the paper's
+/// Lassen runs use 64 nodes × 40 PUs). Every PU holds a worker model and a
+/// queue; past this the model is a memory exhaustion, not an experiment.
+pub const MAX_PUS: usize = 1 << 20;
+
+/// Checks `nodes × pus_per_node` against [`MAX_PUS`] (and that both are at
+/// least 1), returning the product.
+pub fn machine_size(nodes: usize, pus_per_node: usize) -> Result<usize, SimError> {
+    if nodes == 0 || pus_per_node == 0 {
+        return Err(SimError::invalid(
+            "machine",
+            format!("{nodes} nodes × {pus_per_node} PUs"),
+            "at least 1 node of at least 1 PU",
+        ));
+    }
+    match nodes.checked_mul(pus_per_node) {
+        Some(n) if n <= MAX_PUS => Ok(n),
+        _ => Err(SimError::over_limit(
+            "machine size",
+            format!(
+                "{nodes} nodes × {pus_per_node} PUs = {} PUs",
+                nodes as u128 * pus_per_node as u128
+            ),
+            format!("at most MAX_PUS = {MAX_PUS} PUs"),
+        )),
+    }
+}
+
 /// Default steal cost: a remote deque CAS and the chunk's cache misses.
 pub const DEFAULT_STEAL_COST: f64 = 2e-6;
 /// Default barrier: a few network latencies.
@@ -179,16 +207,7 @@ impl ObjectsModel {
     /// `nodes × pus_per_node` PUs of speed 1 with `noise`, all available,
     /// every object migratable, the default costs.
     pub fn new(nodes: usize, pus_per_node: usize, noise: Noise) -> Result<Self, SimError> {
-        if nodes == 0 || pus_per_node == 0 {
-            return Err(SimError::invalid(
-                "machine",
-                format!("{nodes} nodes × {pus_per_node} PUs"),
-                "at least 1 node of at least 1 PU",
-            ));
-        }
-        let n = nodes
-            .checked_mul(pus_per_node)
-            .ok_or_else(|| SimError::invalid("machine", "overflow", "fewer PUs"))?;
+        let n = machine_size(nodes, pus_per_node)?;
         let pu = WorkerModel::with(1.0, noise, &[])?;
         Ok(ObjectsModel {
             nodes,
@@ -210,18 +229,11 @@ impl ObjectsModel {
 
     /// Total PUs.
     pub fn npus(&self) -> usize {
-        self.nodes * self.pus_per_node
+        self.nodes.saturating_mul(self.pus_per_node)
     }
 
     fn validate(&self, objects: usize) -> Result<(), SimError> {
-        if self.nodes == 0 || self.pus_per_node == 0 {
-            return Err(SimError::invalid(
-                "machine",
-                format!("{} nodes × {} PUs", self.nodes, self.pus_per_node),
-                "at least 1 node of at least 1 PU",
-            ));
-        }
-        let n = self.npus();
+        let n = machine_size(self.nodes, self.pus_per_node)?;
         if self.pus.len() != n {
             return Err(SimError::invalid(
                 "PU models",
