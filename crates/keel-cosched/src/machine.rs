@@ -37,7 +37,9 @@ use keel_policy::cosched::{
 
 use crate::control::{self, ControlCommand, ControlRequest, ControlServer};
 use crate::job::{JobSpec, BSP_COMMAND};
+pub use crate::guardian::ManagerExit;
 use crate::node::{Heartbeat, Launch, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner};
+use crate::rundir::{JobDir, RunDir};
 use crate::shm;
 use crate::suspend::{FreezerUnavailable, SuspendChoice, SuspendKind, Suspender};
 use crate::sys::{self, Pid};
@@ -72,8 +74,13 @@ pub struct Config {
     /// Try `SCHED_FIFO` for the manager threads.
     pub realtime: bool,
     /// Give job processes `PR_SET_PDEATHSIG = SIGKILL` (the guardians
-    /// alone also suffice; turning this off tests them).
+    /// alone also suffice; turning this off tests them). Only under
+    /// [`ManagerExit::Kill`]: with [`ManagerExit::Resume`] it would kill
+    /// the jobs the guardians are to leave running, so it is not set.
     pub pdeathsig: bool,
+    /// What happens to the jobs when the manager dies (default: they are
+    /// resumed and left running).
+    pub on_manager_exit: ManagerExit,
     /// Listen for control requests on this Unix socket.
     pub control: Option<PathBuf>,
     /// Keep running when no job is left, until a `shutdown` request.
@@ -101,6 +108,7 @@ impl Config {
             bsp_command: default_bsp_command(),
             realtime: true,
             pdeathsig: true,
+            on_manager_exit: ManagerExit::Resume,
             control: None,
             serve: false,
             verbose: false,
@@ -444,18 +452,15 @@ impl Machine {
             })?),
             None => None,
         };
-        let run_dir = std::env::temp_dir().join(format!(
-            "keel-cosched-{}-{}",
-            sys::getpid(),
-            next_job_id() % 10_000
-        ));
-        std::fs::create_dir_all(&run_dir).map_err(|source| MachineError::Io {
-            what: format!("cannot create {}", run_dir.display()),
-            source,
-        })?;
-        // Other users' jobs need to reach their rendezvous directories.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o711));
+        // A fresh directory of ours (never one that already existed):
+        // see `rundir` for why and for its layout. Dropping it at the end
+        // of the run removes it.
+        let run_dir_guard =
+            RunDir::create(&std::env::temp_dir()).map_err(|source| MachineError::Io {
+                what: "cannot create the run directory".into(),
+                source,
+            })?;
+        let run_dir = run_dir_guard.path().to_path_buf();
 
         let all_cpus: Vec<usize> = self.config.nodes.iter().flatten().copied().collect();
         let ours = || sys::rusage_ns(libc::RUSAGE_SELF) + sys::rusage_ns(libc::RUSAGE_CHILDREN);
@@ -468,7 +473,10 @@ impl Machine {
                 id,
                 cpus: cpus.clone(),
                 boost_nice: self.config.boost_nice,
-                pdeathsig: self.config.pdeathsig,
+                // The parent-death signal kills the job with its
+                // manager: it only belongs to `ManagerExit::Kill`.
+                pdeathsig: self.config.pdeathsig && self.config.on_manager_exit == ManagerExit::Kill,
+                on_manager_exit: self.config.on_manager_exit,
                 realtime: self.config.realtime,
             };
             let (policy, suspender, inbox, events) = (
@@ -564,7 +572,7 @@ impl Machine {
             }
             _ => None,
         };
-        let _ = std::fs::remove_dir_all(&run_dir);
+        drop(run_dir_guard);
         Ok(report)
     }
 }
@@ -751,12 +759,8 @@ impl Manager<'_> {
 
     fn launch(&mut self, id: JobId) {
         let placement = self.matrix.placement(id).expect("just packed").clone();
-        let dir = self.run_dir.join(format!("job-{id}"));
         let job = self.jobs.get_mut(&id).expect("job exists");
-        let _ = std::fs::create_dir_all(&dir);
-        if job.owner.uid != sys::geteuid() {
-            let _ = sys::chown(&dir, job.owner.uid, job.owner.gid);
-        }
+        let dirs = JobDir::create(&self.run_dir, id, job.owner);
         job.phase = Phase::Running;
         job.pes = placement.pes.clone();
         job.started = Some(Instant::now());
@@ -774,6 +778,21 @@ impl Manager<'_> {
         let size = job.spec.ranks;
         let owner = job.owner;
         let name = job.spec.name.clone();
+        let dirs = match dirs {
+            Ok(d) => d,
+            Err(e) => {
+                // No rank can start without its files: each fails as a
+                // rank that did not start would.
+                for (rank, &pe) in placement.pes.iter().enumerate() {
+                    let error = e.to_string();
+                    self.node_event(
+                        self.m.pe_home[pe].0,
+                        NodeEvent::StartFailed { job: id, rank, error },
+                    );
+                }
+                return;
+            }
+        };
         for (rank, &pe) in placement.pes.iter().enumerate() {
             let (node, local) = self.m.pe_home[pe];
             let launch = Launch {
@@ -783,9 +802,9 @@ impl Manager<'_> {
                 pe: local,
                 command: command.clone(),
                 owner,
-                rendezvous: dir.clone(),
+                rendezvous: dirs.rendezvous.clone(),
                 page: shm::page_path(&self.m.config.shm_dir, owner.uid, id, rank),
-                stderr: dir.join(format!("rank-{rank}.err")),
+                stderr: dirs.stderr(rank),
             };
             let _ = self.nodes[node].send(NodeMsg::Launch(Box::new(launch)));
         }

@@ -18,6 +18,8 @@ struct Table {
     rows: Vec<(u64, StringRecord)>,
     columns: Vec<Option<usize>>,
     header: Vec<String>,
+    /// Bytes examined to number the rows' lines.
+    line_bytes_scanned: usize,
 }
 
 impl Table {
@@ -58,9 +60,12 @@ impl Table {
             .map(|v| header.iter().position(|h| h == v))
             .collect();
         let mut rows = Vec::new();
+        // Records come in file order, so one cursor counts every newline
+        // once: reading stays linear in the file's size.
+        let mut lines = LineCursor::new(bytes);
         for record in reader.records() {
             let record = record.map_err(|e| csv_error(name, bytes, e))?;
-            let line = record.position().map_or(0, |p| line_of(bytes, p.byte()));
+            let line = record.position().map_or(0, |p| lines.line_of(p.byte()));
             rows.push((line, record));
         }
         Ok(Table {
@@ -68,6 +73,7 @@ impl Table {
             rows,
             columns,
             header,
+            line_bytes_scanned: lines.scanned,
         })
     }
 
@@ -102,32 +108,68 @@ fn number(valid: fn(f64) -> bool) -> impl Fn(&str) -> Option<f64> {
     move |text| text.parse::<f64>().ok().filter(|&v| valid(v))
 }
 
-/// The line on which the record that the csv crate places at byte `offset`
-/// starts. The crate's own line numbers skip blank lines and mishandle
-/// `\r\n`, and its offset is where it *started looking* for the record: just
-/// after the previous one, before any blank or comment lines. So step over
-/// those first, then count newlines.
-fn line_of(bytes: &[u8], offset: u64) -> u64 {
-    let mut at = usize::try_from(offset)
-        .unwrap_or(usize::MAX)
-        .min(bytes.len());
-    loop {
-        match bytes.get(at) {
-            Some(b'\r' | b'\n') => at += 1,
-            Some(b'#') => {
-                at = bytes[at..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(bytes.len(), |n| at + n + 1);
-            }
-            _ => break,
+/// Finds the line on which the record that the csv crate places at a byte
+/// offset starts. The crate's own line numbers skip blank lines and
+/// mishandle `\r\n`, and its offset is where it *started looking* for the
+/// record: just after the previous one, before any blank or comment lines.
+/// So step over those first, then count newlines.
+///
+/// The cursor remembers how far it has counted, so asking for
+/// non-decreasing offsets (as records arrive) scans each byte once; an
+/// earlier offset restarts the count from the file's start.
+struct LineCursor<'a> {
+    bytes: &'a [u8],
+    /// Bytes before `at` have been counted.
+    at: usize,
+    /// 1 + the newlines in `bytes[..at]`.
+    line: u64,
+    /// How many bytes the newline count has examined in all; a test checks
+    /// that reading a table examines each byte at most once.
+    scanned: usize,
+}
+
+impl<'a> LineCursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        LineCursor {
+            bytes,
+            at: 0,
+            line: 1,
+            scanned: 0,
         }
     }
-    1 + bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64
+
+    fn line_of(&mut self, offset: u64) -> u64 {
+        let bytes = self.bytes;
+        let mut at = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        loop {
+            match bytes.get(at) {
+                Some(b'\r' | b'\n') => at += 1,
+                Some(b'#') => {
+                    at = bytes[at..]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .map_or(bytes.len(), |n| at + n + 1);
+                }
+                _ => break,
+            }
+        }
+        if at < self.at {
+            self.at = 0;
+            self.line = 1;
+        }
+        self.line += bytes[self.at..at].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.scanned += at - self.at;
+        self.at = at;
+        self.line
+    }
 }
 
 fn csv_error(name: &str, bytes: &[u8], error: csv::Error) -> TraceError {
-    let line = error.position().map(|p| line_of(bytes, p.byte()));
+    let line = error
+        .position()
+        .map(|p| LineCursor::new(bytes).line_of(p.byte()));
     let at = match line {
         Some(line) => format!("{name}:{line}"),
         None => name.to_string(),
@@ -182,4 +224,59 @@ pub(super) fn parse_pus(name: &str, bytes: &[u8]) -> Result<PuFields, TraceError
             }),
         counts: vec![(format!("the rows of {name}"), table.rows.len())],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Numbering the rows must stay linear in the file's size: a count
+    /// restarted from the file's start for each row (quadratic, hours for a
+    /// few million rows) examines far more bytes than the file holds.
+    #[test]
+    fn numbering_rows_examines_each_byte_at_most_once() {
+        let mut text = String::from("# a trace\nload,current_pu\n");
+        let rows = 20_000;
+        for i in 0..rows {
+            if i % 7 == 0 {
+                text.push_str("# note\n\n");
+            }
+            text.push_str(&format!("{}.5,{}\r\n", i % 13, i % 4));
+        }
+        let table = Table::read("t.csv", text.as_bytes(), &TASK_COLUMNS).unwrap();
+        assert_eq!(table.rows.len(), rows);
+        assert!(
+            table.line_bytes_scanned <= text.len(),
+            "{} bytes examined for a file of {}",
+            table.line_bytes_scanned,
+            text.len()
+        );
+        // The last row's line, counted independently.
+        let last_line = text.lines().count() as u64;
+        assert_eq!(table.rows.last().unwrap().0, last_line);
+        let first = table.rows.first().unwrap().0;
+        assert_eq!(first, 5, "header on line 2, then a comment and a blank line");
+    }
+
+    #[test]
+    fn a_bad_value_deep_in_a_big_file_names_its_line() {
+        let mut text = String::from("load\n");
+        for _ in 0..50_000 {
+            text.push_str("1\n\n");
+        }
+        text.push_str("-1\n");
+        let err = parse_tasks("t.csv", text.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().starts_with("t.csv:100002, column 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_earlier_offset_restarts_the_count() {
+        let mut cursor = LineCursor::new(b"a\nb\nc\n");
+        assert_eq!(cursor.line_of(4), 3);
+        assert_eq!(cursor.line_of(2), 2);
+        assert_eq!(cursor.line_of(0), 1);
+    }
 }
