@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Suspend method: auto, freezer, signals.
     #[arg(long, default_value = "auto")]
     pub suspend: SuspendChoice,
+    /// What happens to the jobs if the manager dies: `resume` (thaw them
+    /// and leave them running) or `kill`.
+    #[arg(long, default_value = "resume", value_name = "resume|kill")]
+    pub on_manager_exit: keel_cosched::machine::ManagerExit,
     /// The BSP job program (default: this executable's `cosched bsp-job`).
     #[arg(long, value_name = "PATH")]
     pub job_binary: Option<PathBuf>,
@@ -186,6 +190,7 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .split_cpus(2, 1)
         .map_err(|e| usage(format!("{e} (the scenarios need two CPUs)")))?;
     config.suspend = a.suspend;
+    config.on_manager_exit = a.on_manager_exit;
     config.bsp_command = match &a.job_binary {
         Some(p) => vec![p.clone().into_os_string()],
         None => vec![

@@ -7,18 +7,27 @@
 //! - the manager ends the process normally, writes [`DISMISS`] and closes
 //!   the pipe: the guardian exits and does nothing;
 //! - the manager dies (exit, panic, `SIGKILL`), so the kernel closes the
-//!   write end: `read` returns 0 and the guardian thaws the process's cgroup,
-//!   sends `SIGCONT` then `SIGKILL` (through a pidfd, so a reused pid is
-//!   never hit), writes `cgroup.kill`, waits for the process to go, removes
-//!   the cgroup directory (and the manager's, once empty), unlinks the
-//!   shared page and the process's other files, and removes the job's
-//!   directories once they are empty.
+//!   write end: `read` returns 0 and the guardian thaws the process's
+//!   cgroup and sends `SIGCONT` to the process's group (the process and
+//!   everything it forked). Then, as [`ManagerExit`] says:
+//!   - [`ManagerExit::Resume`] (the default): it leaves the job running
+//!     and waits for the process to end;
+//!   - [`ManagerExit::Kill`]: it sends `SIGKILL` to the group and writes
+//!     `cgroup.kill`, and waits for the process to go.
 //!
-//! So after a manager's death every job process is gone: none is left
-//! stopped or frozen, and none keeps running unscheduled. The job
-//! processes also carry `PR_SET_PDEATHSIG = SIGKILL` (see `node`), which
-//! usually wins the race; the guardian is what thaws, cleans up and covers
-//! a manager that closes without dying.
+//!   Either way it then removes the cgroup directory (and the manager's,
+//!   once empty), unlinks the shared page and the process's other files,
+//!   and removes the job's directories once they are empty.
+//!
+//! So after a manager's death no job process is left stopped or frozen.
+//! Under `Kill` the job processes also carry `PR_SET_PDEATHSIG = SIGKILL`
+//! (see `node`), which usually wins the race; the guardian is what thaws,
+//! cleans up and covers a manager that closes without dying.
+//!
+//! A process group is only signalled while its leader (the job process,
+//! held by a pidfd) has not exited: a group id is the leader's pid, and
+//! only that process can create a group with that id, so while the leader
+//! lives (even as a zombie) the id cannot name anyone else's group.
 //!
 //! The guardian is forked, not exec'd, from a multi-threaded process, so
 //! between `fork` and `_exit` it only makes async-signal-safe system calls
@@ -39,16 +48,68 @@ pub const DISMISS: u8 = b'D';
 pub const GUARDIAN_KILL_WAIT_MS: libc::c_int = 2000;
 /// How many times a guardian retries removing a busy cgroup, 2 ms apart.
 pub const GUARDIAN_RMDIR_TRIES: u32 = 1000;
+/// Under [`ManagerExit::Resume`], how often a guardian retries removing the
+/// cgroup of a job whose children outlive its process, ms.
+pub const GUARDIAN_RESUME_RMDIR_PERIOD_MS: i64 = 200;
+
+/// What happens to a job's processes when their manager dies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ManagerExit {
+    /// Resume every process (thaw, `SIGCONT` to its group) and leave it
+    /// running to completion, as Slurm's daemons leave jobs running when
+    /// they restart: the job's work is not lost with its scheduler.
+    #[default]
+    Resume,
+    /// Resume and kill every process and everything it forked.
+    Kill,
+}
+
+impl std::fmt::Display for ManagerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ManagerExit::Resume => "resume",
+            ManagerExit::Kill => "kill",
+        })
+    }
+}
+
+impl std::str::FromStr for ManagerExit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "resume" => Ok(ManagerExit::Resume),
+            "kill" => Ok(ManagerExit::Kill),
+            other => Err(format!(
+                "unknown manager-exit behaviour `{other}`; valid: resume, kill"
+            )),
+        }
+    }
+}
+
+/// What a guardian looks after.
+#[derive(Clone, Copy, Debug)]
+pub struct Guarded {
+    /// The process (a child of the caller that has not been reaped).
+    pub pid: Pid,
+    /// Whether it leads its own process group (then the group, with
+    /// everything the process forked, is signalled, not just the process).
+    pub group_leader: bool,
+    /// What to do when the manager dies.
+    pub on_exit: ManagerExit,
+}
 
 /// The manager's end of one guardian.
 #[derive(Debug)]
 pub struct Guardian {
     pid: Pid,
     write_end: Option<OwnedFd>,
+    on_exit: ManagerExit,
 }
 
 /// Everything the guardian's post-fork code touches, prepared beforehand.
 struct Plan {
+    target: Guarded,
     read_fd: RawFd,
     pidfd: RawFd,
     devnull: RawFd,
@@ -61,23 +122,23 @@ struct Plan {
 }
 
 impl Guardian {
-    /// Forks the guardian of process `target` (a child of the caller that
-    /// has not been reaped), with its cgroup if it has one, the `files` to
-    /// unlink (its page, ...) and the `dirs` to remove if empty, in order,
-    /// after the process is gone.
+    /// Forks the guardian of process `target.pid`, with its cgroup if it
+    /// has one, the `files` to unlink (its page, ...) and the `dirs` to
+    /// remove if empty, in order, after the process is gone.
     pub fn spawn(
-        target: Pid,
+        target: Guarded,
         cgroup: Option<&ProcCgroup>,
         files: &[&Path],
         dirs: &[&Path],
     ) -> io::Result<Guardian> {
-        let pidfd = sys::pidfd_open(target)?;
+        let pidfd = sys::pidfd_open(target.pid)?;
         let (read_end, write_end) = sys::pipe_cloexec()?;
         let devnull = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open("/dev/null")?;
         let plan = Plan {
+            target,
             read_fd: read_end.as_raw_fd(),
             pidfd: pidfd.as_raw_fd(),
             devnull: devnull.as_raw_fd(),
@@ -112,6 +173,7 @@ impl Guardian {
         Ok(Guardian {
             pid,
             write_end: Some(write_end),
+            on_exit: target.on_exit,
         })
     }
 
@@ -133,9 +195,12 @@ impl Guardian {
 
 impl Drop for Guardian {
     /// Dropped without [`Guardian::dismiss`]: the guardian sees the pipe
-    /// close and ends the process, exactly as if the manager had died.
+    /// close and acts exactly as if the manager had died. Under
+    /// [`ManagerExit::Kill`] it is reaped here; under
+    /// [`ManagerExit::Resume`] it waits for the process to end, which may
+    /// take as long as the job, so it is not waited for.
     fn drop(&mut self) {
-        if self.write_end.take().is_some() {
+        if self.write_end.take().is_some() && self.on_exit == ManagerExit::Kill {
             let _ = sys::waitpid_blocking(self.pid);
         }
     }
@@ -178,40 +243,65 @@ unsafe fn guard(p: &Plan) -> ! {
             }
             break; // EOF (the manager is gone) or anything unexpected.
         }
-        if let Some(f) = &p.freeze {
-            raw_write(f, b"0");
-        }
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pfd,
-            libc::SIGCONT,
-            0usize,
-            0u32,
-        );
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pfd,
-            libc::SIGKILL,
-            0usize,
-            0u32,
-        );
-        if let Some(k) = &p.kill {
-            raw_write(k, b"1");
-        }
-        // A pidfd polls readable once its process has exited.
         let mut pfd_poll = libc::pollfd {
             fd: pfd,
             events: libc::POLLIN,
             revents: 0,
         };
-        libc::poll(&mut pfd_poll, 1, GUARDIAN_KILL_WAIT_MS);
+        // A pidfd polls readable once its process has exited.
+        let leader_lives = |poll: &mut libc::pollfd, ms: libc::c_int| {
+            poll.revents = 0;
+            libc::poll(poll, 1, ms) == 0
+        };
+        let group = p.target.group_leader;
+        let signal = |sig: libc::c_int| {
+            // The group only while its leader has not exited (module
+            // docs); the process itself through its pidfd, so a reused
+            // pid is never hit.
+            let mut poll = pfd_poll;
+            if group && leader_lives(&mut poll, 0) {
+                libc::kill(-p.target.pid, sig);
+            }
+            libc::syscall(libc::SYS_pidfd_send_signal, pfd, sig, 0usize, 0u32);
+        };
+        if let Some(f) = &p.freeze {
+            raw_write(f, b"0");
+        }
+        signal(libc::SIGCONT);
+        match p.target.on_exit {
+            ManagerExit::Kill => {
+                signal(libc::SIGKILL);
+                if let Some(k) = &p.kill {
+                    raw_write(k, b"1");
+                }
+                leader_lives(&mut pfd_poll, GUARDIAN_KILL_WAIT_MS);
+            }
+            ManagerExit::Resume => {
+                // The job runs on; clean up once its process has ended.
+                loop {
+                    pfd_poll.revents = 0;
+                    let r = libc::poll(&mut pfd_poll, 1, -1);
+                    if r > 0 || (r < 0 && *libc::__errno_location() != libc::EINTR) {
+                        break;
+                    }
+                }
+            }
+        }
         if let Some(d) = &p.dir {
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 2_000_000,
+            let (pause, tries) = match p.target.on_exit {
+                ManagerExit::Kill => (2_000_000, GUARDIAN_RMDIR_TRIES),
+                // Children the process forked may run on in the cgroup:
+                // its directory goes once they have ended too.
+                ManagerExit::Resume => (GUARDIAN_RESUME_RMDIR_PERIOD_MS * 1_000_000, u32::MAX),
             };
-            for _ in 0..GUARDIAN_RMDIR_TRIES {
-                if libc::rmdir(d.as_ptr()) == 0 || *libc::__errno_location() == libc::ENOENT {
+            let pause = libc::timespec {
+                tv_sec: pause / 1_000_000_000,
+                tv_nsec: pause % 1_000_000_000,
+            };
+            for _ in 0..tries {
+                // Only a cgroup that still has tasks (EBUSY) is worth
+                // retrying.
+                if libc::rmdir(d.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
                     break;
                 }
                 libc::nanosleep(&pause, std::ptr::null_mut());
@@ -277,7 +367,12 @@ mod tests {
         sys::kill(pid, libc::SIGSTOP).unwrap();
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
-        let g = Guardian::spawn(pid, None, &[&page], &[&sub]).unwrap();
+        let target = Guarded {
+            pid,
+            group_leader: false,
+            on_exit: ManagerExit::Kill,
+        };
+        let g = Guardian::spawn(target, None, &[&page], &[&sub]).unwrap();
         drop(g); // as if the manager had died
         assert!(wait_gone(pid), "the stopped process was not killed");
         let status = child.wait().unwrap();
@@ -290,7 +385,12 @@ mod tests {
     fn a_dismissed_guardian_leaves_the_process_alone() {
         let mut child = Command::new("sleep").arg("30").spawn().unwrap();
         let pid = child.id() as Pid;
-        let g = Guardian::spawn(pid, None, &[], &[]).unwrap();
+        let target = Guarded {
+            pid,
+            group_leader: false,
+            on_exit: ManagerExit::Kill,
+        };
+        let g = Guardian::spawn(target, None, &[], &[]).unwrap();
         g.dismiss();
         std::thread::sleep(Duration::from_millis(50));
         assert!(matches!(sys::proc_state(pid), Some('S') | Some('R')));

@@ -27,6 +27,7 @@ pub mod guardian;
 pub mod job;
 pub mod machine;
 pub mod node;
+pub mod rundir;
 pub mod scenario;
 pub mod shm;
 pub mod suspend;

@@ -36,8 +36,8 @@ use keel_policy::cosched::{
 };
 
 use crate::control::{self, ControlCommand, ControlRequest, ControlServer};
-use crate::job::{JobSpec, BSP_COMMAND};
 pub use crate::guardian::ManagerExit;
+use crate::job::{JobSpec, BSP_COMMAND};
 use crate::node::{Heartbeat, Launch, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner};
 use crate::rundir::{JobDir, RunDir};
 use crate::shm;
@@ -475,7 +475,8 @@ impl Machine {
                 boost_nice: self.config.boost_nice,
                 // The parent-death signal kills the job with its
                 // manager: it only belongs to `ManagerExit::Kill`.
-                pdeathsig: self.config.pdeathsig && self.config.on_manager_exit == ManagerExit::Kill,
+                pdeathsig: self.config.pdeathsig
+                    && self.config.on_manager_exit == ManagerExit::Kill,
                 on_manager_exit: self.config.on_manager_exit,
                 realtime: self.config.realtime,
             };

@@ -2,8 +2,9 @@
 //! processes placed on them (paper §2.2 and §2.5; Algorithm 1 is the
 //! policy's, this module enacts it).
 //!
-//! It starts processes (page created first, own process group, pinned to
-//! the PE's CPU, in its own freezer cgroup, guarded by a [`Guardian`]) and
+//! It starts processes (page created first, each the leader of its own
+//! process group, pinned to the PE's CPU, in its own freezer cgroup,
+//! guarded by a [`Guardian`]) and
 //! at every heartbeat, at the switch time the heartbeat carries:
 //!
 //! 1. under a classifying policy (FCS), for each PE reads the counters of
@@ -34,7 +35,8 @@ use keel_policy::cosched::{
 };
 
 use crate::bsp::{RANK_ENV, RENDEZVOUS_ENV, SIZE_ENV};
-use crate::guardian::Guardian;
+use crate::guardian::{Guarded, Guardian, ManagerExit};
+use crate::rundir;
 use crate::shm::{Counters, Page, PageWaitMode, PAGE_ENV};
 use crate::suspend::{ProcCgroup, Suspender};
 use crate::sys::{self, CpuSet, Pid};
@@ -200,8 +202,11 @@ pub struct NodeConfig {
     pub cpus: Vec<usize>,
     /// Nice value of a boosted (F) process; others run at 0.
     pub boost_nice: i32,
-    /// Give job processes `PR_SET_PDEATHSIG = SIGKILL`.
+    /// Give job processes `PR_SET_PDEATHSIG = SIGKILL` (only coherent
+    /// with [`ManagerExit::Kill`]).
     pub pdeathsig: bool,
+    /// What the guardians do with the processes if the manager dies.
+    pub on_manager_exit: ManagerExit,
     /// Try `SCHED_FIFO` for the manager thread.
     pub realtime: bool,
 }
@@ -239,17 +244,26 @@ impl Proc {
         }
     }
 
-    /// Resumes and kills the process (it is reaped by whoever handles its
-    /// exit).
+    /// Resumes and kills the process and what it forked (its group; the
+    /// group id stays the process's own until it is reaped by whoever
+    /// handles its exit).
     fn kill(&mut self, suspender: &Suspender) {
         self.dying = true;
         let _ = suspender.resume(self.pid, self.cgroup.as_ref());
         self.suspended = false;
-        let _ = sys::kill(self.pid, libc::SIGCONT);
-        let _ = sys::kill(self.pid, libc::SIGKILL);
+        let _ = self.signal_all(libc::SIGCONT);
+        let _ = self.signal_all(libc::SIGKILL);
         if let Some(cg) = &self.cgroup {
             let _ = cg.kill_all();
         }
+    }
+
+    /// Sends `sig` to the process's group and to the process itself (which
+    /// may have left its group). Only called before the process is reaped,
+    /// so both ids are still its own.
+    fn signal_all(&self, sig: libc::c_int) -> io::Result<()> {
+        let group = sys::killpg(self.pid, sig);
+        sys::kill(self.pid, sig).or(group)
     }
 
     /// Reaps the exited process and releases what it held.
@@ -291,8 +305,8 @@ impl Proc {
             let _ = cg.set_frozen(false);
             let _ = cg.kill_all();
         }
-        let _ = sys::kill(self.pid, libc::SIGCONT);
-        sys::kill(self.pid, libc::SIGKILL)
+        let _ = self.signal_all(libc::SIGCONT);
+        self.signal_all(libc::SIGKILL)
     }
 }
 
@@ -584,18 +598,10 @@ impl NodeManager {
             .suspender
             .prepare(l.job, l.rank)
             .map_err(|e| format!("cannot create the process's cgroup: {e}"))?;
-        let stderr = File::create(&l.stderr)
+        // Never an existing file or a planted symlink (see `rundir`).
+        let stderr = rundir::create_private_file(&l.stderr, foreign.then_some(l.owner))
             .map_err(|e| format!("cannot create {}: {e}", l.stderr.display()))?;
-        if foreign {
-            let _ = sys::fchown(&stderr, l.owner.uid, l.owner.gid);
-        }
         let (program, args) = l.command.split_first().ok_or("empty command")?;
-        // The node-local process group of the job: the first live rank's.
-        let pgid = self
-            .procs
-            .values()
-            .find(|p| p.job == l.job && !p.dying)
-            .map_or(0, |p| p.pid);
         let parent = sys::getpid();
         let owner = l.owner;
         let pdeathsig = self.cfg.pdeathsig;
@@ -615,8 +621,11 @@ impl NodeManager {
         // it (integers, a CpuSet, a CString); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
-                // Join the job's group on this node, or found it.
-                if libc::setpgid(0, pgid) != 0 && libc::setpgid(0, 0) != 0 {
+                // Lead a group of its own: suspension with signals and the
+                // guardian address the group, so that what the process
+                // forks stops, continues and dies with it; ranks of one
+                // job are suspended independently, so each has its own.
+                if libc::setpgid(0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 cpuset.apply(0)?;
@@ -652,15 +661,24 @@ impl NodeManager {
         let pid = child.id() as Pid;
         page.set_pid(pid as u32);
         // What a dead manager would leave of this process: its page, its
-        // stderr file and rendezvous socket, then (once empty) the job's
-        // and the run's directories.
+        // stderr file and rendezvous socket, then (once empty) the
+        // rendezvous, job and run directories.
         let socket = l.rendezvous.join(format!("r{}.sock", l.rank));
-        let run_dir = l.rendezvous.parent().unwrap_or(&l.rendezvous);
+        let mut dirs: Vec<&std::path::Path> = vec![&l.rendezvous];
+        for d in l.stderr.ancestors().skip(1).take(2) {
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
         let guardian = Guardian::spawn(
-            pid,
+            Guarded {
+                pid,
+                group_leader: true,
+                on_exit: self.cfg.on_manager_exit,
+            },
             cgroup.as_ref(),
             &[&l.page, &l.stderr, &socket],
-            &[&l.rendezvous, run_dir],
+            &dirs,
         );
         let tx = self.inbox.clone();
         let (job, rank) = (l.job, l.rank);
@@ -692,19 +710,24 @@ impl NodeManager {
             dying: false,
             reaped: false,
         };
-        match (guardian, waiter) {
-            (Ok(g), Ok(_)) => proc.guardian = Some(g),
-            (g, w) => {
-                // Without a guardian or a waiter the process could outlive
-                // us or never be seen to end: do not run it.
-                let why = match (g.err(), w.err()) {
-                    (Some(e), _) => format!("cannot start the guardian: {e}"),
-                    (_, Some(e)) => format!("cannot start the waiter thread: {e}"),
-                    _ => unreachable!("one of the two failed"),
-                };
-                drop(proc); // kills and reaps
-                return Err(why);
+        // Without a guardian or a waiter the process could outlive us or
+        // never be seen to end: do not run it. The guardian is handed to
+        // the process first, so that killing and reaping it dismisses the
+        // guardian (a dropped one would act as if the manager had died).
+        let why = match (guardian, waiter) {
+            (Ok(g), Ok(_)) => {
+                proc.guardian = Some(g);
+                None
             }
+            (Ok(g), Err(e)) => {
+                proc.guardian = Some(g);
+                Some(format!("cannot start the waiter thread: {e}"))
+            }
+            (Err(e), _) => Some(format!("cannot start the guardian: {e}")),
+        };
+        if let Some(why) = why {
+            drop(proc); // kills and reaps
+            return Err(why);
         }
         self.procs.insert((l.job, l.rank), proc);
         Ok(pid)

@@ -240,8 +240,14 @@ impl Page {
     /// Creates the page file (0600) and initialises it: magic, version,
     /// spin-block with [`DEFAULT_SPIN_NS`], zero counters and pid. With
     /// `owner`, the file is handed to that user and group (the job's user,
-    /// when a root daemon runs another user's job). A leftover file of a
+    /// when a root daemon runs another user's job). A leftover page of a
     /// process that no longer exists is replaced.
+    ///
+    /// The page directory is normally world-writable and the name
+    /// predictable, so the file is created with `O_EXCL | O_NOFOLLOW` and
+    /// what is already there is never followed or opened unless it is a
+    /// regular file of the job's user (or ours): a symlink, a FIFO or
+    /// another user's file is refused ([`ShmError::Invalid`]), untouched.
     pub fn create(path: &Path, owner: Option<(u32, u32)>) -> Result<Page, ShmError> {
         let io_err = |source| ShmError::Io {
             path: path.to_path_buf(),
@@ -253,13 +259,14 @@ impl Page {
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .custom_flags(libc::O_CLOEXEC)
+                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
                 .open(path)
         };
         let file = match open() {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if let Ok(old) = Page::open(path) {
+                check_leftover(path, owner.map_or(sys::geteuid(), |o| o.0))?;
+                if let Ok(old) = Page::open_with(path, libc::O_NOFOLLOW | libc::O_NONBLOCK) {
                     let pid = old.layout().pid.load(Ordering::Acquire);
                     if pid != 0 && pid <= i32::MAX as u64 && sys::kill(pid as i32, 0).is_ok() {
                         return Err(ShmError::InUse {
@@ -296,6 +303,11 @@ impl Page {
 
     /// Maps an existing page and checks its magic, version and size.
     pub fn open(path: &Path) -> Result<Page, ShmError> {
+        Page::open_with(path, 0)
+    }
+
+    /// [`Page::open`] with extra `open(2)` flags.
+    fn open_with(path: &Path, flags: libc::c_int) -> Result<Page, ShmError> {
         let io_err = |source| ShmError::Io {
             path: path.to_path_buf(),
             source,
@@ -307,10 +319,14 @@ impl Page {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_CLOEXEC)
+            .custom_flags(libc::O_CLOEXEC | flags)
             .open(path)
             .map_err(io_err)?;
-        let len = file.metadata().map_err(io_err)?.len();
+        let md = file.metadata().map_err(io_err)?;
+        if !md.is_file() {
+            return Err(invalid("not a regular file".into()));
+        }
+        let len = md.len();
         if len < PAGE_SIZE as u64 {
             return Err(invalid(format!("{len} bytes, expected {PAGE_SIZE}")));
         }
@@ -450,6 +466,33 @@ impl Drop for Page {
 }
 
 /// Maps the first PAGE_SIZE bytes of `file`, shared and writable.
+/// Whether what already exists at a page's path may be inspected and
+/// replaced: only a regular file (not followed if it is a symlink) owned
+/// by `uid` (the job's user) or by this process's user.
+fn check_leftover(path: &Path, uid: u32) -> Result<(), ShmError> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::symlink_metadata(path).map_err(|source| ShmError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |what: String| ShmError::Invalid {
+        path: path.to_path_buf(),
+        what,
+    };
+    if !md.file_type().is_file() {
+        return Err(invalid(
+            "already exists and is not a regular file (a symlink?); left alone".into(),
+        ));
+    }
+    if md.uid() != uid && md.uid() != sys::geteuid() {
+        return Err(invalid(format!(
+            "already exists and belongs to uid {}, not the job's user (uid {uid}); left alone",
+            md.uid()
+        )));
+    }
+    Ok(())
+}
+
 fn map(file: &std::fs::File) -> io::Result<NonNull<PageLayout>> {
     // SAFETY: a fresh shared mapping of an open file of at least PAGE_SIZE
     // bytes; the kernel chooses the address, so nothing is overwritten.
@@ -542,6 +585,32 @@ mod tests {
         std::fs::write(&p, b"short").unwrap();
         let e = Page::open(&p).unwrap_err();
         assert!(e.to_string().contains("5 bytes"), "{e}");
+    }
+
+    #[test]
+    fn create_never_follows_a_planted_symlink_or_opens_a_fifo() {
+        let (d, p) = temp_page("planted");
+        let target = d.path().join("precious");
+        std::fs::write(&target, b"do not truncate").unwrap();
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let e = Page::create(&p, None).unwrap_err();
+        assert!(matches!(e, ShmError::Invalid { .. }), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"do not truncate");
+        assert!(std::fs::symlink_metadata(&p).unwrap().is_symlink());
+        // A FIFO would block an open without O_NONBLOCK: refused at once.
+        let fifo = d.path().join("fifo");
+        let c = sys::cpath(&fifo).unwrap();
+        // SAFETY: `c` is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            Page::create(&fifo, None),
+            Err(ShmError::Invalid { .. })
+        ));
+        // A leftover regular page of ours is still replaced.
+        let old = d.path().join("old");
+        std::fs::write(&old, vec![0u8; PAGE_SIZE]).unwrap();
+        assert!(Page::create(&old, None).is_ok());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! The freezer is preferred: it freezes a process and every child it forks,
 //! is invisible to the process (no job-control stop, no `SIGCHLD` to its
-//! parent) and cannot be undone by the process. Suspension decisions are
+//! parent) and cannot be undone by the process. Signals go to the job
+//! process's own process group, so that what it forks (a shell wrapper's
+//! real program) stops and continues with it. Suspension decisions are
 //! per process (FCS may run one rank of a job and suspend another on
 //! another PE), so every process gets its own cgroup:
 //! `<cgroup2 mount><own cgroup>/keel-cosched-<pid>-<n>/job-<id>-<rank>`.
@@ -139,19 +141,23 @@ impl Suspender {
         ProcCgroup::at(dir).map(Some)
     }
 
-    /// Suspends one process.
+    /// Suspends one job process and every process it forked: its cgroup,
+    /// or with signals its process group (`pid` must lead its own group,
+    /// as every job process does; its id is the group's). A process that
+    /// moves itself to another group escapes signals, not the freezer.
     pub fn suspend(&self, pid: Pid, cgroup: Option<&ProcCgroup>) -> io::Result<()> {
         match cgroup {
             Some(cg) => cg.set_frozen(true),
-            None => sys::kill(pid, libc::SIGSTOP),
+            None => sys::killpg(pid, libc::SIGSTOP),
         }
     }
 
-    /// Resumes one process.
+    /// Resumes one job process and what it forked, as [`Suspender::suspend`]
+    /// suspended them.
     pub fn resume(&self, pid: Pid, cgroup: Option<&ProcCgroup>) -> io::Result<()> {
         match cgroup {
             Some(cg) => cg.set_frozen(false),
-            None => sys::kill(pid, libc::SIGCONT),
+            None => sys::killpg(pid, libc::SIGCONT),
         }
     }
 }
@@ -330,22 +336,60 @@ mod tests {
         }
     }
 
-    #[test]
-    fn signals_stop_and_continue_a_process() {
-        let s = Suspender::new(SuspendChoice::Signals).unwrap();
-        let child = Reap(Command::new("sleep").arg("30").spawn().unwrap());
-        let pid = child.0.id() as i32;
-        s.suspend(pid, None).unwrap();
+    /// The ids of the processes in group `pgid`, from `/proc`.
+    fn group_members(pgid: i32) -> Vec<i32> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(close) = stat.rfind(')') else {
+                continue;
+            };
+            // After the name: state ppid pgrp ...
+            let pgrp = stat[close + 1..].split_whitespace().nth(2);
+            if pgrp.and_then(|g| g.parse::<i32>().ok()) == Some(pgid) {
+                out.push(pid);
+            }
+        }
+        out
+    }
+
+    fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
         let t0 = Instant::now();
-        while sys::proc_state(pid) != Some('T') && t0.elapsed() < Duration::from_secs(5) {
+        while !cond() && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(sys::proc_state(pid), Some('T'));
+        cond()
+    }
+
+    #[test]
+    fn signals_stop_and_continue_a_process_and_its_children() {
+        use std::os::unix::process::CommandExt;
+        let s = Suspender::new(SuspendChoice::Signals).unwrap();
+        // A wrapper that forks the real program, in its own group as job
+        // processes are.
+        let child = Reap(
+            Command::new("/bin/sh")
+                .args(["-c", "sleep 30 & wait"])
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        );
+        let pid = child.0.id() as i32;
+        assert!(wait_for(|| group_members(pid).len() == 2), "sh and sleep");
+        let members = group_members(pid);
+        s.suspend(pid, None).unwrap();
+        let stopped = || members.iter().all(|&m| sys::proc_state(m) == Some('T'));
+        assert!(wait_for(stopped), "the wrapper's child stops too");
         s.resume(pid, None).unwrap();
-        while sys::proc_state(pid) == Some('T') && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert_ne!(sys::proc_state(pid), Some('T'));
+        assert!(wait_for(|| members
+            .iter()
+            .all(|&m| sys::proc_state(m) != Some('T'))));
+        let _ = sys::killpg(pid, libc::SIGKILL);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use keel_cosched::machine::{Config, Machine};
+use keel_cosched::machine::{Config, Machine, ManagerExit};
 use keel_cosched::{control, read_jobs, SuspendChoice};
 
 /// The user-space gang scheduler of Keel (FCS, GS, SB, Local, FCFS).
@@ -71,9 +71,14 @@ struct RunArgs {
     #[arg(long)]
     bsp: Option<PathBuf>,
     /// Do not give job processes PR_SET_PDEATHSIG (the guardians still
-    /// clean up after a dead manager).
+    /// clean up after a dead manager). Only matters with
+    /// `--on-manager-exit kill`.
     #[arg(long)]
     no_pdeathsig: bool,
+    /// What happens to the jobs if this manager dies: `resume` (thaw them
+    /// and leave them running) or `kill`.
+    #[arg(long, default_value = "resume", value_name = "resume|kill")]
+    on_manager_exit: ManagerExit,
     /// Do not try SCHED_FIFO for the manager threads.
     #[arg(long)]
     no_realtime: bool,
@@ -138,6 +143,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     config.control = args.control;
     config.serve = args.serve;
     config.pdeathsig = !args.no_pdeathsig;
+    config.on_manager_exit = args.on_manager_exit;
     config.realtime = !args.no_realtime;
     config.verbose = args.verbose;
     if let Some(t) = args.time_limit {
