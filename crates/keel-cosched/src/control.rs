@@ -20,29 +20,55 @@
 //! with no exception to audit. The socket file is made world-connectable
 //! (0666) on purpose, so that the refusal is the credential check's and
 //! can be tested, not the file mode's.
+//!
+//! **No client can hold the server or crash the manager.** Every
+//! connection is served on its own thread, at most [`MAX_CONNECTIONS`] at
+//! once and [`MAX_CONNECTIONS_PER_USER`] per uid (beyond that the client
+//! is answered `error: busy ...` at once and closed); the whole request
+//! must arrive within [`REQUEST_DEADLINE`] (not per read: a client
+//! trickling one byte at a time is cut off at the deadline) and within
+//! [`MAX_REQUEST`] bytes; the reply must be taken within
+//! [`REPLY_DEADLINE`]. Job lines are bounded field by field when parsed
+//! (`job.rs`), checked against the machine before anything is allocated
+//! for them, and at most [`MAX_LIVE_JOBS`] submitted jobs may be unended.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use keel_policy::cosched::JobId;
 
 use crate::machine::MmEvent;
 use crate::sys::{self, PeerCred};
 
-/// Longest request line accepted, bytes.
+/// Longest request, bytes, its newline included.
 pub const MAX_REQUEST: u64 = 8192;
-/// How long a client may take to send its request.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client may take to send its whole request.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// How long a client may take to read the whole reply.
+pub const REPLY_DEADLINE: Duration = Duration::from_secs(2);
 /// How long the server waits for the manager's answer.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at once; one more is answered `error: busy`.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Connections of one uid served at once, so that one user cannot take
+/// every slot.
+pub const MAX_CONNECTIONS_PER_USER: usize = 8;
+/// Submitted jobs that may be waiting or running at once.
+pub const MAX_LIVE_JOBS: usize = 256;
+/// Job records a daemon keeps; past that, the oldest ended ones are
+/// forgotten.
+pub const MAX_KEPT_JOBS: usize = 10_000;
+/// Longest reply [`request`] reads, bytes.
+pub const MAX_REPLY: u64 = 16 * 1024 * 1024;
 /// How often the server checks whether it should stop, ms.
 const STOP_POLL_MS: libc::c_int = 100;
 
@@ -169,38 +195,195 @@ impl Drop for ControlServer {
     }
 }
 
-fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEvent>) {
-    while !stop.load(Ordering::Relaxed) {
-        let mut p = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        if unsafe { libc::poll(&mut p, 1, STOP_POLL_MS) } <= 0 {
-            continue;
+/// Connections in progress, in all and per uid.
+#[derive(Default)]
+struct Slots {
+    total: usize,
+    per_uid: HashMap<u32, usize>,
+}
+
+/// One connection's hold on [`Slots`], given back when dropped.
+struct Slot {
+    slots: Arc<Mutex<Slots>>,
+    uid: u32,
+}
+
+impl Slot {
+    /// Takes a slot for `uid`, or says why not.
+    fn take(slots: &Arc<Mutex<Slots>>, uid: u32) -> Result<Slot, String> {
+        let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
+        if s.total >= MAX_CONNECTIONS {
+            return Err(format!(
+                "error: busy: {MAX_CONNECTIONS} requests are in progress (MAX_CONNECTIONS); try again"
+            ));
         }
-        if let Ok((stream, _)) = listener.accept() {
-            let reply = handle(&stream, &to_manager);
-            let mut s = &stream;
-            let _ = s.write_all(reply.as_bytes());
-            let _ = s.write_all(b"\n");
+        let mine = s.per_uid.entry(uid).or_insert(0);
+        if *mine >= MAX_CONNECTIONS_PER_USER {
+            return Err(format!(
+                "error: busy: uid {uid} has {MAX_CONNECTIONS_PER_USER} requests in progress (MAX_CONNECTIONS_PER_USER); try again"
+            ));
+        }
+        *mine += 1;
+        s.total += 1;
+        Ok(Slot {
+            slots: Arc::clone(slots),
+            uid,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        s.total -= 1;
+        if let Some(n) = s.per_uid.get_mut(&self.uid) {
+            *n -= 1;
+            if *n == 0 {
+                s.per_uid.remove(&self.uid);
+            }
         }
     }
 }
 
-/// Reads one request, authenticates the peer and asks the manager.
-fn handle(stream: &UnixStream, to_manager: &Sender<MmEvent>) -> String {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(CLIENT_TIMEOUT));
-    let peer = match sys::peer_cred(stream) {
-        Ok(p) => p,
-        Err(e) => return format!("error: cannot read your credentials: {e}"),
-    };
-    let mut line = String::new();
-    if let Err(e) = BufReader::new(stream.take(MAX_REQUEST)).read_line(&mut line) {
-        return format!("error: cannot read the request: {e}");
+/// Accepts connections and hands each to its own thread, so that a slow
+/// or silent client delays nobody else.
+fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEvent>) {
+    let slots = Arc::new(Mutex::new(Slots::default()));
+    while !stop.load(Ordering::Relaxed) {
+        if !poll_fd(listener.as_raw_fd(), libc::POLLIN, STOP_POLL_MS) {
+            continue;
+        }
+        let Ok((stream, _)) = listener.accept() else {
+            continue;
+        };
+        if stream.set_nonblocking(true).is_err() {
+            continue;
+        }
+        let peer = match sys::peer_cred(&stream) {
+            Ok(p) => p,
+            Err(e) => {
+                let reply = format!("error: cannot read your credentials: {e}\n");
+                let _ = (&stream).write(reply.as_bytes());
+                continue;
+            }
+        };
+        let slot = match Slot::take(&slots, peer.uid) {
+            Ok(s) => s,
+            Err(busy) => {
+                // One non-blocking write: a client that does not read
+                // loses the message, the server loses nothing.
+                let _ = (&stream).write((busy + "\n").as_bytes());
+                continue;
+            }
+        };
+        let to_manager = to_manager.clone();
+        // A failed spawn drops the closure, closing the stream and giving
+        // the slot back.
+        let _ = std::thread::Builder::new()
+            .name("keel-control-conn".into())
+            .spawn(move || {
+                let _slot = slot;
+                let reply = handle(&stream, peer, &to_manager);
+                let _ = write_by(
+                    &stream,
+                    format!("{reply}\n").as_bytes(),
+                    Instant::now() + REPLY_DEADLINE,
+                );
+            });
     }
+}
+
+/// Waits up to `timeout_ms` for `events` on `fd`.
+fn poll_fd(fd: libc::c_int, events: libc::c_short, timeout_ms: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) > 0 }
+}
+
+/// Milliseconds left until `deadline`, rounded up, for `poll`.
+fn ms_until(deadline: Instant) -> Option<libc::c_int> {
+    let left = deadline.checked_duration_since(Instant::now())?;
+    if left.is_zero() {
+        return None;
+    }
+    Some(
+        left.as_micros()
+            .div_ceil(1000)
+            .min(libc::c_int::MAX as u128) as libc::c_int,
+    )
+}
+
+/// Reads one request line (up to a newline or the end of the stream) from
+/// a non-blocking stream, all of it by `deadline` and within
+/// [`MAX_REQUEST`] bytes.
+fn read_request(stream: &UnixStream, deadline: Instant) -> Result<String, String> {
+    let mut buf: Vec<u8> = Vec::with_capacity(256);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            buf.truncate(end);
+            break;
+        }
+        if buf.len() as u64 >= MAX_REQUEST {
+            return Err(format!(
+                "the request is longer than {MAX_REQUEST} bytes (MAX_REQUEST)"
+            ));
+        }
+        let Some(ms) = ms_until(deadline) else {
+            return Err(format!(
+                "the request did not arrive within {} s (REQUEST_DEADLINE)",
+                REQUEST_DEADLINE.as_secs_f64()
+            ));
+        };
+        if !poll_fd(stream.as_raw_fd(), libc::POLLIN, ms) {
+            continue;
+        }
+        let room = (MAX_REQUEST as usize - buf.len()).min(chunk.len());
+        match (&*stream).read(&mut chunk[..room]) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(format!("cannot read the request: {e}")),
+        }
+    }
+    String::from_utf8(buf).map_err(|_| "the request is not UTF-8 text".to_string())
+}
+
+/// Writes all of `bytes` to a non-blocking stream by `deadline`.
+fn write_by(stream: &UnixStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match (&*stream).write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                let ms = ms_until(deadline).ok_or(io::ErrorKind::TimedOut)?;
+                poll_fd(stream.as_raw_fd(), libc::POLLOUT, ms);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one request and asks the manager.
+fn handle(stream: &UnixStream, peer: PeerCred, to_manager: &Sender<MmEvent>) -> String {
+    let line = match read_request(stream, Instant::now() + REQUEST_DEADLINE) {
+        Ok(l) => l,
+        Err(e) => return format!("error: {e}"),
+    };
     let command = match ControlCommand::parse(&line) {
         Ok(c) => c,
         Err(e) => return format!("error: {e}"),
@@ -221,12 +404,20 @@ fn handle(stream: &UnixStream, to_manager: &Sender<MmEvent>) -> String {
 /// Sends one request line to a daemon and returns its reply.
 pub fn request(path: &Path, line: &str) -> io::Result<String> {
     let mut s = UnixStream::connect(path)?;
-    s.set_read_timeout(Some(ANSWER_TIMEOUT + CLIENT_TIMEOUT))?;
-    s.write_all(line.trim_end().as_bytes())?;
-    s.write_all(b"\n")?;
-    s.shutdown(std::net::Shutdown::Write)?;
+    s.set_read_timeout(Some(ANSWER_TIMEOUT + REQUEST_DEADLINE + REPLY_DEADLINE))?;
+    s.set_write_timeout(Some(REQUEST_DEADLINE))?;
+    let sent = s
+        .write_all(line.trim_end().as_bytes())
+        .and_then(|()| s.write_all(b"\n"));
+    // The server may have answered already (busy, too long) and closed:
+    // its reply is still there to read.
+    let _ = s.shutdown(std::net::Shutdown::Write);
     let mut reply = String::new();
-    s.read_to_string(&mut reply)?;
+    let read = (&s).take(MAX_REPLY).read_to_string(&mut reply);
+    if reply.is_empty() {
+        sent?;
+        read?;
+    }
     Ok(reply.trim_end().to_string())
 }
 

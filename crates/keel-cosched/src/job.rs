@@ -19,7 +19,15 @@
 //!   or `"` (inside `"`, `\"` and `\\` escape).
 //!
 //! Every error names the file and the line.
+//!
+//! Job lines also arrive on the control socket from any local user, so
+//! every field is bounded here (the `MAX_*` constants) and a line over a
+//! limit is refused with a message naming the limit, before anything is
+//! allocated for the job; whether a job fits a particular machine (ranks
+//! and PEs against its PE count) is [`JobSpec::check_fits`].
 
+use std::collections::HashSet;
+use std::io::Read;
 use std::path::Path;
 
 /// The command word that stands for the synthetic BSP job binary.
@@ -27,6 +35,62 @@ pub const BSP_COMMAND: &str = "@bsp";
 
 /// The keys a job line accepts before `--`.
 pub const JOB_KEYS: [&str; 2] = ["pes", "arrival"];
+
+/// Longest job name, bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+/// Most ranks a job line may ask for, whatever the machine; a machine
+/// further refuses more ranks than it has PEs ([`JobSpec::check_fits`]).
+pub const MAX_RANKS: usize = 4096;
+/// Latest arrival, seconds after the start of the run (about 11.6 days):
+/// far enough for any experiment, near enough that the arrival instant
+/// cannot overflow the clock.
+pub const MAX_ARRIVAL_SECS: f64 = 1_000_000.0;
+/// Most words after `--` (the program and its arguments).
+pub const MAX_ARGS: usize = 256;
+/// Longest program name or argument, bytes.
+pub const MAX_ARG_BYTES: usize = 4096;
+/// Longest job line, bytes.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Largest job file, bytes.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Why a job line was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JobLineError {
+    /// A field is over one of this module's limits (or the machine's).
+    #[error("{field} is {found}, over the limit of {limit}")]
+    OverLimit {
+        /// What is too large, with the job's name when known.
+        field: String,
+        /// How large it is.
+        found: String,
+        /// The limit, with its unit and the constant that sets it.
+        limit: String,
+    },
+    /// The line is malformed; the message says what is expected.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+impl From<String> for JobLineError {
+    fn from(message: String) -> JobLineError {
+        JobLineError::Malformed(message)
+    }
+}
+
+impl From<&str> for JobLineError {
+    fn from(message: &str) -> JobLineError {
+        JobLineError::Malformed(message.to_string())
+    }
+}
+
+fn over(field: String, found: impl ToString, limit: String) -> JobLineError {
+    JobLineError::OverLimit {
+        field,
+        found: found.to_string(),
+        limit,
+    }
+}
 
 /// One job of a job file.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -64,28 +128,47 @@ impl JobSpec {
     }
 
     /// Parses one job line (no comment-only or blank lines); the message
-    /// of an error carries no line number.
-    pub fn parse_line(line: &str) -> Result<JobSpec, String> {
+    /// of an error carries no line number. Every field is checked against
+    /// this module's limits before anything is allocated for it.
+    pub fn parse_line(line: &str) -> Result<JobSpec, JobLineError> {
+        if line.len() > MAX_LINE_BYTES {
+            return Err(over(
+                "the job line".into(),
+                format!("{} bytes", line.len()),
+                format!("{MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)"),
+            ));
+        }
         let tokens = tokenize(line)?;
         let mut it = tokens.into_iter();
         let name = it
             .next()
             .ok_or("expected `NAME RANKS [KEY=VALUE ...] -- COMMAND [ARG ...]`")?;
-        if name == "--"
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(format!(
-                "job name `{name}` is invalid: use letters, digits, `-`, `_` and `.`"
-            ));
-        }
+        check_name(&name)?;
         let ranks_text = it.next().ok_or(format!(
             "job `{name}`: expected the number of ranks after the name"
         ))?;
-        let ranks: usize = ranks_text.parse().ok().filter(|&r| r >= 1).ok_or(format!(
-            "job `{name}`: ranks `{ranks_text}` is not an integer >= 1"
-        ))?;
+        let digits = !ranks_text.is_empty() && ranks_text.bytes().all(|b| b.is_ascii_digit());
+        let ranks = match ranks_text.parse::<usize>() {
+            Ok(r) if (1..=MAX_RANKS).contains(&r) => r,
+            // All digits and not zero: an integer, just too large.
+            _ if digits && ranks_text.bytes().any(|b| b != b'0') => {
+                let found = if ranks_text.len() > 24 {
+                    format!("({} digits)", ranks_text.len())
+                } else {
+                    ranks_text
+                };
+                return Err(over(
+                    format!("job `{name}`: ranks"),
+                    found,
+                    format!("{MAX_RANKS} (MAX_RANKS)"),
+                ));
+            }
+            _ => {
+                return Err(
+                    format!("job `{name}`: ranks `{ranks_text}` is not an integer >= 1").into(),
+                )
+            }
+        };
         let mut job = JobSpec::new(&name, ranks, Vec::new());
         let mut seen_dashes = false;
         for tok in it.by_ref() {
@@ -98,49 +181,145 @@ impl JobSpec {
             ))?;
             match key {
                 "pes" => {
+                    // Counted before collecting, so a long list costs nothing.
+                    let listed = value.split(',').count();
+                    if listed != ranks {
+                        return Err(format!(
+                            "job `{name}`: pes names {listed} PEs for {ranks} ranks (need one per rank)"
+                        )
+                        .into());
+                    }
                     let pes = value
                         .split(',')
                         .map(|p| p.trim().parse::<usize>())
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(|_| format!("job `{name}`: pes `{value}` is not a comma-separated list of PE numbers"))?;
-                    if pes.len() != ranks {
-                        return Err(format!(
-                            "job `{name}`: pes names {} PEs for {ranks} ranks (need one per rank)",
-                            pes.len()
-                        ));
-                    }
-                    let mut sorted = pes.clone();
-                    sorted.sort_unstable();
-                    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-                        return Err(format!("job `{name}`: PE {} is named twice in pes", w[0]));
-                    }
                     job.pes = Some(pes);
                 }
                 "arrival" => {
-                    job.arrival = value
+                    let arrival = value
                         .parse::<f64>()
                         .ok()
                         .filter(|a| a.is_finite() && *a >= 0.0)
                         .ok_or(format!(
                             "job `{name}`: arrival `{value}` is not a number of seconds >= 0"
                         ))?;
+                    job.arrival = arrival;
                 }
                 other => {
                     return Err(format!(
                         "job `{name}`: unknown key `{other}`; valid keys: {}",
                         JOB_KEYS.join(", ")
-                    ))
+                    )
+                    .into())
                 }
             }
         }
         if !seen_dashes {
-            return Err(format!("job `{name}`: expected `--` and then the command"));
+            return Err(format!("job `{name}`: expected `--` and then the command").into());
         }
         job.command = it.collect();
         if job.command.is_empty() {
-            return Err(format!("job `{name}`: no command after `--`"));
+            return Err(format!("job `{name}`: no command after `--`").into());
         }
+        job.validate()?;
         Ok(job)
+    }
+
+    /// Checks every field against this module's limits: what
+    /// [`JobSpec::parse_line`] guarantees, for jobs built in code too.
+    pub fn validate(&self) -> Result<(), JobLineError> {
+        check_name(&self.name)?;
+        let name = &self.name;
+        if self.ranks == 0 {
+            return Err(format!("job `{name}`: ranks 0 is not an integer >= 1").into());
+        }
+        if self.ranks > MAX_RANKS {
+            return Err(over(
+                format!("job `{name}`: ranks"),
+                self.ranks,
+                format!("{MAX_RANKS} (MAX_RANKS)"),
+            ));
+        }
+        if let Some(pes) = &self.pes {
+            if pes.len() != self.ranks {
+                return Err(format!(
+                    "job `{name}`: pes names {} PEs for {} ranks (need one per rank)",
+                    pes.len(),
+                    self.ranks
+                )
+                .into());
+            }
+            let mut seen = HashSet::with_capacity(pes.len());
+            if let Some(pe) = pes.iter().find(|&&p| !seen.insert(p)) {
+                return Err(format!("job `{name}`: PE {pe} is named twice in pes").into());
+            }
+        }
+        if !(self.arrival.is_finite() && self.arrival >= 0.0) {
+            return Err(format!(
+                "job `{name}`: arrival `{}` is not a number of seconds >= 0",
+                self.arrival
+            )
+            .into());
+        }
+        if self.arrival > MAX_ARRIVAL_SECS {
+            return Err(over(
+                format!("job `{name}`: arrival"),
+                if self.arrival < 1e12 {
+                    format!("{} s", self.arrival)
+                } else {
+                    format!("{:e} s", self.arrival)
+                },
+                format!("{MAX_ARRIVAL_SECS} s (MAX_ARRIVAL_SECS)"),
+            ));
+        }
+        if self.command.is_empty() {
+            return Err(format!("job `{name}`: no command after `--`").into());
+        }
+        if self.command.len() > MAX_ARGS {
+            return Err(over(
+                format!("job `{name}`: the number of command words"),
+                self.command.len(),
+                format!("{MAX_ARGS} (MAX_ARGS)"),
+            ));
+        }
+        for (i, arg) in self.command.iter().enumerate() {
+            if arg.len() > MAX_ARG_BYTES {
+                return Err(over(
+                    format!("job `{name}`: command word {i}"),
+                    format!("{} bytes", arg.len()),
+                    format!("{MAX_ARG_BYTES} bytes (MAX_ARG_BYTES)"),
+                ));
+            }
+            if arg.contains('\0') {
+                return Err(format!(
+                    "job `{name}`: command word {i} contains a NUL byte, which no program can receive"
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the job fits a machine of `pes` PEs: one PE per rank, and
+    /// every explicit PE in range. Checked before the machine allocates
+    /// anything for the job.
+    pub fn check_fits(&self, pes: usize) -> Result<(), JobLineError> {
+        let name = &self.name;
+        if self.ranks > pes {
+            return Err(over(
+                format!("job `{name}`: ranks"),
+                self.ranks,
+                format!("this machine's {pes} PEs (one rank per PE)"),
+            ));
+        }
+        if let Some(pe) = self.pes.iter().flatten().find(|&&p| p >= pes) {
+            return Err(format!(
+                "job `{name}`: PE {pe} does not exist (this machine has PEs 0..{pes})"
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// The job as one line of a job file (quoting arguments when needed).
@@ -210,6 +389,7 @@ pub enum JobFileError {
 /// Parses a whole job file; `file` names it in errors.
 pub fn parse_jobs(text: &str, file: &str) -> Result<Vec<JobSpec>, JobFileError> {
     let mut jobs: Vec<JobSpec> = Vec::new();
+    let mut names: HashSet<String> = HashSet::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let err = |message: String| JobFileError::Line {
@@ -217,11 +397,12 @@ pub fn parse_jobs(text: &str, file: &str) -> Result<Vec<JobSpec>, JobFileError> 
             line,
             message,
         };
-        if tokenize(raw).map_err(&err)?.is_empty() {
+        if raw.len() <= MAX_LINE_BYTES && tokenize(raw).map_err(|e| err(e.to_string()))?.is_empty()
+        {
             continue;
         }
-        let job = JobSpec::parse_line(raw).map_err(&err)?;
-        if jobs.iter().any(|j| j.name == job.name) {
+        let job = JobSpec::parse_line(raw).map_err(|e| err(e.to_string()))?;
+        if !names.insert(job.name.clone()) {
             return Err(err(format!("job name `{}` is used twice", job.name)));
         }
         jobs.push(job);
@@ -234,19 +415,52 @@ pub fn parse_jobs(text: &str, file: &str) -> Result<Vec<JobSpec>, JobFileError> 
     Ok(jobs)
 }
 
-/// Reads and parses a job file.
+/// Reads and parses a job file of at most [`MAX_FILE_BYTES`].
 pub fn read_jobs(path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| JobFileError::Read {
+    let read_err = |source| JobFileError::Read {
         file: file.clone(),
         source,
-    })?;
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(read_err)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(read_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the file is over the limit of {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
+        )));
+    }
     parse_jobs(&text, &file)
+}
+
+/// A job name: 1 to [`MAX_NAME_BYTES`] letters, digits, `-`, `_`, `.`.
+fn check_name(name: &str) -> Result<(), JobLineError> {
+    if name.len() > MAX_NAME_BYTES {
+        let head: String = name.chars().take(16).collect();
+        return Err(over(
+            format!("job name `{head}...`"),
+            format!("{} bytes", name.len()),
+            format!("{MAX_NAME_BYTES} bytes (MAX_NAME_BYTES)"),
+        ));
+    }
+    if name.is_empty()
+        || name == "--"
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(
+            format!("job name `{name}` is invalid: use letters, digits, `-`, `_` and `.`").into(),
+        );
+    }
+    Ok(())
 }
 
 /// Splits a line into words: whitespace separates, quotes group, `#`
 /// outside quotes at the start of a word ends the line.
-fn tokenize(line: &str) -> Result<Vec<String>, String> {
+fn tokenize(line: &str) -> Result<Vec<String>, JobLineError> {
     let mut tokens = Vec::new();
     let mut chars = line.chars().peekable();
     loop {
@@ -352,6 +566,112 @@ mod tests {
         }
         let full = parse_jobs("a 1 -- true\nb 1 colour=red -- x\n", "jobs.txt").unwrap_err();
         assert!(full.to_string().starts_with("jobs.txt:2: "), "{full}");
+    }
+
+    fn refused(line: &str) -> JobLineError {
+        JobSpec::parse_line(line).expect_err(line)
+    }
+
+    #[test]
+    fn fields_over_a_limit_are_refused_naming_it() {
+        let long_arg = "x".repeat(MAX_ARG_BYTES + 1);
+        let many_args = vec!["a"; MAX_ARGS].join(" ");
+        let long_name = "n".repeat(MAX_NAME_BYTES + 1);
+        let long_line = format!("a 1 -- {}", "y ".repeat(MAX_LINE_BYTES));
+        for (line, needle) in [
+            ("a 1 arrival=1e20 -- true", "MAX_ARRIVAL_SECS"),
+            ("a 1 arrival=1e19 -- true", "MAX_ARRIVAL_SECS"),
+            ("a 1 arrival=1000000.5 -- true", "MAX_ARRIVAL_SECS"),
+            ("a 1000000000000 -- true", "MAX_RANKS"),
+            ("a 4097 -- true", "MAX_RANKS"),
+            (
+                "a 99999999999999999999999999999999999999999 -- true",
+                "(41 digits)",
+            ),
+            (&format!("a 1 -- {long_arg}"), "MAX_ARG_BYTES"),
+            (&format!("a 1 -- true {many_args}"), "MAX_ARGS"),
+            (&format!("{long_name} 1 -- true"), "MAX_NAME_BYTES"),
+            (&long_line, "MAX_LINE_BYTES"),
+        ] {
+            let e = refused(line);
+            assert!(
+                matches!(e, JobLineError::OverLimit { .. }),
+                "{line:.60}: {e:?}"
+            );
+            assert!(e.to_string().contains(needle), "{line:.60}: `{e}`");
+            assert!(e.to_string().contains("over the limit"), "{e}");
+        }
+        // At the limits, lines parse.
+        let at = JobSpec::parse_line(&format!(
+            "{} {MAX_RANKS} arrival={MAX_ARRIVAL_SECS} -- {} {}",
+            "n".repeat(MAX_NAME_BYTES),
+            "x".repeat(MAX_ARG_BYTES),
+            vec!["a"; MAX_ARGS - 1].join(" ")
+        ))
+        .unwrap();
+        assert_eq!(at.ranks, MAX_RANKS);
+        assert_eq!(at.command.len(), MAX_ARGS);
+        // A NUL byte cannot reach a program.
+        assert!(refused("a 1 -- 'x\0y'").to_string().contains("NUL"));
+    }
+
+    #[test]
+    fn a_long_pes_list_is_refused_before_it_is_collected() {
+        let pes = vec!["0"; 30_000].join(",");
+        let e = refused(&format!("a 2 pes={pes} -- true"));
+        assert!(e.to_string().contains("30000 PEs for 2 ranks"), "{e}");
+    }
+
+    #[test]
+    fn specs_built_in_code_are_validated_too() {
+        let ok = JobSpec::new("a", 2, vec!["true".into()]);
+        assert_eq!(ok.validate(), Ok(()));
+        let mut far = ok.clone();
+        far.arrival = 1e20;
+        assert!(far
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("MAX_ARRIVAL_SECS"));
+        far.arrival = f64::NAN;
+        assert!(far.validate().is_err());
+        let mut wide = ok.clone();
+        wide.ranks = usize::MAX;
+        assert!(wide
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("MAX_RANKS"));
+        let twice = ok.clone().on_pes(vec![1, 1]);
+        assert!(twice
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("named twice"));
+        let mut empty = ok.clone();
+        empty.command.clear();
+        assert!(empty.validate().is_err());
+    }
+
+    #[test]
+    fn a_job_fits_a_machine_only_within_its_pes() {
+        let job = JobSpec::new("a", 2, vec!["true".into()]);
+        assert_eq!(job.check_fits(2), Ok(()));
+        let e = job.check_fits(1).unwrap_err();
+        assert!(e.to_string().contains("this machine's 1 PEs"), "{e}");
+        let e = job.clone().on_pes(vec![0, 2]).check_fits(2).unwrap_err();
+        assert!(e.to_string().contains("PE 2 does not exist"), "{e}");
+    }
+
+    #[test]
+    fn an_oversized_job_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        let line = "a 1 -- true\n";
+        let copies = MAX_FILE_BYTES as usize / line.len() + 1;
+        std::fs::write(&path, line.repeat(copies)).unwrap();
+        let e = read_jobs(&path).unwrap_err();
+        assert!(e.to_string().contains("MAX_FILE_BYTES"), "{e}");
     }
 
     #[test]

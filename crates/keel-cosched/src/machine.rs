@@ -606,29 +606,73 @@ impl Manager<'_> {
         }
     }
 
+    /// Records a job. One that breaks a limit of `job.rs` or does not fit
+    /// this machine is recorded as rejected, before anything is allocated
+    /// per rank, so that no spec (built in code, read from a file) can
+    /// exhaust memory or overflow the clock.
     fn submit(&mut self, spec: JobSpec, owner: Owner) -> JobId {
+        self.forget_old_jobs();
         let id = next_job_id();
-        let arrive_at = Instant::now() + Duration::from_secs_f64(spec.arrival);
-        let ranks = spec.ranks;
+        let now = Instant::now();
+        let checked = spec
+            .validate()
+            .and_then(|()| spec.check_fits(self.m.pes()))
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                Duration::try_from_secs_f64(spec.arrival)
+                    .ok()
+                    .and_then(|d| now.checked_add(d))
+                    .ok_or_else(|| {
+                        format!("arrival {} s is beyond the clock's range", spec.arrival)
+                    })
+            });
+        let (phase, arrive_at, ranks, outcome) = match checked {
+            Ok(at) => (Phase::Future, at, spec.ranks, None),
+            Err(reason) => {
+                self.log(&format!("job {id} rejected: {reason}"));
+                (Phase::Done, now, 0, Some(JobOutcome::Rejected { reason }))
+            }
+        };
         self.jobs.insert(
             id,
             JobState {
                 id,
                 spec,
                 owner,
-                phase: Phase::Future,
+                phase,
                 arrive_at,
                 pes: Vec::new(),
                 ranks: vec![RankState::Launching; ranks],
                 started: None,
                 ended: None,
-                outcome: None,
+                outcome,
                 classes: vec![ProcessClass::Cs; ranks],
                 changes: Vec::new(),
             },
         );
         self.order.push(id);
         id
+    }
+
+    /// A daemon serves for ever: past [`control::MAX_KEPT_JOBS`] records,
+    /// the oldest ended jobs are forgotten (and miss from the final report)
+    /// so that memory stays bounded however many jobs are submitted.
+    fn forget_old_jobs(&mut self) {
+        if self.jobs.len() < control::MAX_KEPT_JOBS {
+            return;
+        }
+        let excess = self.jobs.len() + 1 - control::MAX_KEPT_JOBS;
+        let old: Vec<JobId> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|id| self.jobs[id].phase == Phase::Done)
+            .take(excess)
+            .collect();
+        for id in &old {
+            self.jobs.remove(id);
+        }
+        self.order.retain(|id| self.jobs.contains_key(id));
     }
 
     fn slice(&self) -> Duration {
@@ -1036,7 +1080,11 @@ impl Manager<'_> {
                         peer.uid
                     );
                 }
-                match JobSpec::parse_line(line) {
+                // Parsing bounds every field; the fit to this machine and the
+                // number of live jobs are checked before `submit` allocates.
+                let pes = self.m.pes();
+                let parsed = JobSpec::parse_line(line).and_then(|s| s.check_fits(pes).map(|()| s));
+                match parsed {
                     Ok(spec) => {
                         if self
                             .jobs
@@ -1044,6 +1092,17 @@ impl Manager<'_> {
                             .any(|j| j.spec.name == spec.name && j.phase != Phase::Done)
                         {
                             return format!("error: a job named `{}` is still running", spec.name);
+                        }
+                        let live = self
+                            .jobs
+                            .values()
+                            .filter(|j| j.phase != Phase::Done)
+                            .count();
+                        if live >= control::MAX_LIVE_JOBS {
+                            return format!(
+                                "error: {live} jobs have not ended, the limit of {} (MAX_LIVE_JOBS); try again later",
+                                control::MAX_LIVE_JOBS
+                            );
                         }
                         let id = self.submit(
                             spec,
