@@ -1,0 +1,241 @@
+//! The fuzz targets: one per parser that reads outside text.
+//!
+//! A target returns `Ok(())` whether the parser accepted or rejected the
+//! input; `Err` means the parser accepted something unusable (the message
+//! says what). Panics are the driver's to catch.
+
+use std::time::{Duration, Instant};
+
+use keel_cosched::control::ControlCommand;
+use keel_cosched::job::{parse_jobs, JobSpec};
+use keel_policy::context::ContextHandler;
+use keel_policy::dls::{self, LoopShape, LoopSchedule};
+use keel_policy::select::{self, Setting};
+use keel_policy::{cosched, expose, farm, mapping, Spec};
+use keel_workloads::swf::{arrivals, parse_swf, WideJobs};
+use keel_workloads::trace::{parse_trace, TaskFormat};
+
+use crate::grammar::{self, Grammar};
+
+/// One parser under test.
+pub struct Target {
+    /// Short name: the corpus folder and the command-line name.
+    pub name: &'static str,
+    /// What it parses, through which public function.
+    pub summary: &'static str,
+    /// Feeds one input to the parser.
+    pub run: fn(&[u8]) -> Result<(), String>,
+    /// Builds the target's grammar.
+    pub grammar: fn() -> Grammar,
+}
+
+/// Separates the task table from the PU table in a `trace-csv` input.
+pub const CSV_PU_SEPARATOR: &[u8] = b"\n%%\n";
+
+/// Most ranks a parsed job may ask for: the machine manager gives each rank
+/// its own PE and records it before checking the job against the machine,
+/// and no machine it drives has more PEs than a Linux CPU set holds.
+pub const MAX_PLAUSIBLE_RANKS: usize = 1 << 16;
+
+static TARGETS: [Target; 7] = [
+    Target {
+        name: "policy-spec",
+        summary: "spec strings through Spec::parse and every registry (mapping, loop schedule, \
+                  cosched, farm, expose); built mapping policies map a small problem, built \
+                  loop schedules plan a small loop",
+        run: policy_spec,
+        grammar: grammar::policy_spec,
+    },
+    Target {
+        name: "keel-schedule",
+        summary: "KEEL_SCHEDULE text through select::parse_setting (as keel::loops reads it); \
+                  a selector chooses once, a fixed schedule plans a small loop",
+        run: keel_schedule,
+        grammar: grammar::keel_schedule,
+    },
+    Target {
+        name: "trace-json",
+        summary: "JSON task traces through trace::parse_trace",
+        run: trace_json,
+        grammar: grammar::trace_json,
+    },
+    Target {
+        name: "trace-csv",
+        summary: "CSV task tables (and a PU table after a `%%` line) through trace::parse_trace",
+        run: trace_csv,
+        grammar: grammar::trace_csv,
+    },
+    Target {
+        name: "swf",
+        summary: "SWF logs through swf::parse_swf, the header getters and swf::arrivals",
+        run: swf,
+        grammar: grammar::swf,
+    },
+    Target {
+        name: "control",
+        summary: "control-socket request lines through ControlCommand::parse, a submitted \
+                  job line through JobSpec::parse_line",
+        run: control,
+        grammar: grammar::control,
+    },
+    Target {
+        name: "job-file",
+        summary: "job files through job::parse_jobs; every job must print back to itself",
+        run: job_file,
+        grammar: grammar::job_file,
+    },
+];
+
+/// Every target.
+pub fn targets() -> &'static [Target] {
+    &TARGETS
+}
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}
+
+fn text(input: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(input)
+}
+
+fn policy_spec(input: &[u8]) -> Result<(), String> {
+    let text = text(input);
+    if let Ok(spec) = Spec::parse(&text) {
+        let shown = spec.to_string();
+        match Spec::parse(&shown) {
+            Ok(again) if again == spec => {}
+            Ok(again) => {
+                return Err(format!(
+                    "spec prints as `{shown}`, which parses to a different spec ({again:?} vs {spec:?})"
+                ))
+            }
+            Err(e) => return Err(format!("spec prints as `{shown}`, which does not parse: {e}")),
+        }
+    }
+    if let Ok(policy) = mapping::registry().build(&text) {
+        let loads = [3.0, 1.0, 1.0, 3.0, 2.0, 2.0];
+        let pus = [0.0, 0.5];
+        let _ = policy.map(&mapping::runtime_context(&loads, &pus));
+    }
+    if let Ok(schedule) = dls::registry().build(&text) {
+        plan_small_loop(schedule.as_ref(), None);
+    }
+    if let Ok((schedule, chunk)) = dls::parse_schedule(&text) {
+        plan_small_loop(schedule.as_ref(), chunk);
+    }
+    let _ = cosched::parse(&text);
+    let _ = farm::parse(&text);
+    let _ = expose::Expose::parse(&text);
+    Ok(())
+}
+
+/// Plans 1000 iterations on 4 threads (a schedule that plans at all must
+/// plan this without panicking; its error, if any, is its own business).
+fn plan_small_loop(schedule: &dyn LoopSchedule, chunk: Option<u64>) {
+    if let Ok(shape) = LoopShape::new(1000, 4, chunk) {
+        let ctx = ContextHandler::new();
+        let _ = schedule.plan(&shape, &ctx);
+    }
+}
+
+fn keel_schedule(input: &[u8]) -> Result<(), String> {
+    match select::parse_setting(&text(input)) {
+        Ok(Setting::Auto(spec)) => {
+            let mut selector = spec.selector(0);
+            let _ = selector.choose(1000, 4);
+        }
+        Ok(Setting::Fixed { schedule, chunk }) => plan_small_loop(schedule.as_ref(), chunk),
+        Err(_) => {}
+    }
+    Ok(())
+}
+
+fn trace_json(input: &[u8]) -> Result<(), String> {
+    let _ = parse_trace(TaskFormat::Json, "<fuzz>.json", input, None, None);
+    Ok(())
+}
+
+fn trace_csv(input: &[u8]) -> Result<(), String> {
+    let (tasks, pus) = match find(input, CSV_PU_SEPARATOR) {
+        Some(at) => (
+            &input[..at],
+            Some(("<fuzz-pus>.csv", &input[at + CSV_PU_SEPARATOR.len()..])),
+        ),
+        None => (input, None),
+    };
+    let _ = parse_trace(TaskFormat::Csv, "<fuzz>.csv", tasks, pus, None);
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn swf(input: &[u8]) -> Result<(), String> {
+    if let Ok(log) = parse_swf(&text(input)) {
+        let _ = (log.max_procs(), log.max_nodes(), log.unix_start_time());
+        let _ = log.version();
+        for pes in [1, 64] {
+            let _ = arrivals(&log.jobs, pes, WideJobs::Drop);
+            let _ = arrivals(&log.jobs, pes, WideJobs::Reject);
+        }
+    }
+    Ok(())
+}
+
+fn control(input: &[u8]) -> Result<(), String> {
+    if let Ok(ControlCommand::Submit(line)) = ControlCommand::parse(&text(input)) {
+        if let Ok(job) = JobSpec::parse_line(&line) {
+            usable_job(&job)?;
+        }
+    }
+    Ok(())
+}
+
+fn job_file(input: &[u8]) -> Result<(), String> {
+    if let Ok(jobs) = parse_jobs(&text(input), "<fuzz>") {
+        for job in &jobs {
+            usable_job(job)?;
+            let line = job.to_line();
+            match JobSpec::parse_line(&line) {
+                Ok(again) if again == *job => {}
+                Ok(again) => {
+                    return Err(format!(
+                        "job prints as `{line}`, which parses to a different job ({again:?} vs {job:?})"
+                    ))
+                }
+                Err(e) => return Err(format!("job prints as `{line}`, which does not parse: {e}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the machine manager does with an accepted job before checking it
+/// against the machine: it waits `arrival` seconds from now
+/// (`Instant::now() + Duration::from_secs_f64(arrival)`, which panics past
+/// `Duration`'s or `Instant`'s range) and records one state per rank.
+fn usable_job(job: &JobSpec) -> Result<(), String> {
+    let wait = Duration::try_from_secs_f64(job.arrival).map_err(|e| {
+        format!(
+            "job `{}` accepted with arrival={} s, which is no Duration ({e})",
+            job.name, job.arrival
+        )
+    })?;
+    if Instant::now().checked_add(wait).is_none() {
+        return Err(format!(
+            "job `{}` accepted with arrival={} s, past what an Instant can hold",
+            job.name, job.arrival
+        ));
+    }
+    if job.ranks > MAX_PLAUSIBLE_RANKS {
+        return Err(format!(
+            "job `{}` accepted with {} ranks, more than any machine's PEs ({MAX_PLAUSIBLE_RANKS}); \
+             the manager allocates per rank before checking the width",
+            job.name, job.ranks
+        ));
+    }
+    Ok(())
+}
