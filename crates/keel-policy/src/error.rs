@@ -91,7 +91,7 @@ pub enum PolicyError {
     },
 
     /// A load, speed or time is NaN, infinite, negative (or zero for speeds).
-    #[error("{what} {index} is {value}: {expected}")]
+    #[error("{what} {index} is {}: {expected}", compact(*value))]
     InvalidNumber {
         /// What the number is ("task load", "PU speed", ...).
         what: &'static str,
@@ -108,6 +108,32 @@ pub enum PolicyError {
     LoadOverflow {
         /// The bound that overflowed (infinite).
         bound: f64,
+    },
+
+    /// A `hier` level was asked for more nodes than the PUs it groups.
+    ///
+    /// A nested `hier` sees only its share of the PUs; each enclosing level
+    /// rewrites `machine` to its own count and prepends itself to `level`,
+    /// so the message names the PU count the user gave.
+    #[error(
+        "policy `hier`{}: parameter `nodes` = `{nodes}` is invalid: expected at most {}",
+        if level.is_empty() { String::new() } else { format!(" ({level})") },
+        if level.is_empty() {
+            format!("the number of PUs ({machine})")
+        } else {
+            format!("the {group} PUs that level is given, of the {machine} PUs in all")
+        }
+    )]
+    HierNodes {
+        /// The node count asked for.
+        nodes: usize,
+        /// The PUs that level groups.
+        group: usize,
+        /// The PUs of the whole problem.
+        machine: usize,
+        /// Where the level sits, outermost first (`inner of hier:nodes=2`);
+        /// empty for the outermost level.
+        level: String,
     },
 
     /// There is no PU at all.
@@ -144,4 +170,49 @@ pub enum PolicyError {
         /// Its PU.
         pu: usize,
     },
+}
+
+/// `v` as a message shows it: plainly when that is short, in scientific
+/// notation when the plain form would run to many digits (`f64::MAX` is
+/// `1.7976931348623157e308`, not 309 digits; `1e-300` is not 300 zeros).
+pub fn compact(v: f64) -> String {
+    let magnitude = v.abs();
+    if v.is_finite() && magnitude != 0.0 && !(1e-5..1e16).contains(&magnitude) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_numbers_stay_short() {
+        assert_eq!(compact(f64::MAX), "1.7976931348623157e308");
+        assert_eq!(compact(f64::MIN), "-1.7976931348623157e308");
+        assert_eq!(compact(-1e300), "-1e300");
+        assert_eq!(compact(1e-300), "1e-300");
+        assert_eq!(compact(1.5), "1.5");
+        assert_eq!(compact(-2.0), "-2");
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(f64::NAN), "NaN");
+        assert_eq!(compact(f64::INFINITY), "inf");
+        assert_eq!(compact(123456789.0), "123456789");
+    }
+
+    #[test]
+    fn invalid_numbers_print_compactly() {
+        let err = PolicyError::InvalidNumber {
+            what: "task load",
+            index: 3,
+            value: -f64::MAX,
+            expected: "a finite number >= 0",
+        };
+        assert_eq!(
+            err.to_string(),
+            "task load 3 is -1.7976931348623157e308: a finite number >= 0"
+        );
+    }
 }

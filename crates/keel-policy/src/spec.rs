@@ -7,11 +7,24 @@
 //! param := key '=' value
 //! value := '(' spec ')' | token          token: no ',', '(', ')' or '='
 //! ```
+//!
+//! Specs nest at most [`MAX_SPEC_DEPTH`] levels deep: the parser recurses
+//! once per level, so a deeper input is refused before it could exhaust
+//! the stack.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::PolicyError;
+use crate::error::{compact, PolicyError};
+
+/// The deepest nesting of `( )` specs the parser accepts. Real compositions
+/// (`hier` inside `hier`) use a handful of levels.
+pub const MAX_SPEC_DEPTH: usize = 32;
+
+/// The longest input a [`SpecError`]'s message quotes whole; longer inputs
+/// are quoted around the problem, so a hostile input cannot make the
+/// message arbitrarily long.
+const QUOTE_LIMIT: usize = 160;
 
 /// A parsed spec string.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,7 +46,7 @@ pub enum SpecValue {
 
 /// A spec string that does not follow the grammar.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("malformed spec `{input}` at byte {position}: {problem}")]
+#[error("malformed spec `{}` at byte {position}: {problem}", quote(input, *position))]
 pub struct SpecError {
     /// The whole input.
     pub input: String,
@@ -43,11 +56,38 @@ pub struct SpecError {
     pub problem: String,
 }
 
+/// `input` whole when it is short, else the [`QUOTE_LIMIT`] bytes around
+/// `position` with `...` marking what is left out.
+fn quote(input: &str, position: usize) -> String {
+    if input.len() <= QUOTE_LIMIT {
+        return input.to_string();
+    }
+    let floor = |mut i: usize| {
+        i = i.min(input.len());
+        while !input.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let start = floor(position.saturating_sub(QUOTE_LIMIT / 2));
+    let end = floor(start + QUOTE_LIMIT);
+    format!(
+        "{}{}{}",
+        if start > 0 { "..." } else { "" },
+        &input[start..end],
+        if end < input.len() { "..." } else { "" }
+    )
+}
+
 impl FromStr for Spec {
     type Err = SpecError;
 
     fn from_str(input: &str) -> Result<Self, Self::Err> {
-        let mut parser = Parser { input, pos: 0 };
+        let mut parser = Parser {
+            input,
+            pos: 0,
+            depth: 0,
+        };
         let spec = parser.spec()?;
         parser.skip_ws();
         if parser.pos < input.len() {
@@ -112,9 +152,26 @@ impl Spec {
 
     /// A finite number `>= min`.
     pub fn number_at_least(&self, key: &str, min: f64) -> Result<Option<f64>, PolicyError> {
-        let expected = format!("a finite number >= {min}");
+        let expected = format!("a finite number >= {}", compact(min));
         match self.parsed::<f64>(key, &expected)? {
             Some(v) if !(v.is_finite() && v >= min) => {
+                Err(self.invalid(key, &compact(v), &expected))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// An integer in `min..=max`; `max` is a limit the caller names so that
+    /// a huge value is refused rather than saturated or allocated.
+    pub fn count_in(
+        &self,
+        key: &str,
+        min: usize,
+        max: usize,
+    ) -> Result<Option<usize>, PolicyError> {
+        let expected = format!("an integer in {min}..={max}");
+        match self.parsed::<usize>(key, &expected)? {
+            Some(v) if !(min..=max).contains(&v) => {
                 Err(self.invalid(key, &v.to_string(), &expected))
             }
             other => Ok(other),
@@ -178,6 +235,8 @@ impl fmt::Display for Spec {
 struct Parser<'s> {
     input: &'s str,
     pos: usize,
+    /// How many `(` the parser is inside.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -257,7 +316,18 @@ impl Parser<'_> {
 
     fn value(&mut self, key: &str) -> Result<SpecValue, SpecError> {
         if self.eat('(') {
-            let nested = self.spec()?;
+            if self.depth >= MAX_SPEC_DEPTH {
+                self.pos -= 1;
+                return Err(self.error(format!(
+                    "specs nest at most {MAX_SPEC_DEPTH} levels deep (MAX_SPEC_DEPTH); \
+                     this `(` opens level {}",
+                    self.depth + 1
+                )));
+            }
+            self.depth += 1;
+            let nested = self.spec();
+            self.depth -= 1;
+            let nested = nested?;
             if !self.eat(')') {
                 return Err(self.error(format!("expected `)` to close the value of `{key}`")));
             }
@@ -347,6 +417,65 @@ mod tests {
             assert_eq!(err.input, bad);
             assert!(err.to_string().contains("malformed spec"), "{err}");
         }
+    }
+
+    fn nested(levels: usize) -> String {
+        let mut text = String::from("hier");
+        for _ in 0..levels {
+            text = format!("hier:inner=({text})");
+        }
+        text
+    }
+
+    #[test]
+    fn nesting_is_bounded_without_deep_recursion() {
+        // The parse runs on a small stack: refusing 20,000 levels must not
+        // recurse 20,000 times.
+        let deep = nested(20_000);
+        let err = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || deep.parse::<Spec>().map(|_| ()))
+            .unwrap()
+            .join()
+            .expect("the parser did not overflow its stack")
+            .unwrap_err();
+        assert!(
+            err.problem
+                .contains("at most 32 levels deep (MAX_SPEC_DEPTH)"),
+            "{err}"
+        );
+        assert!(err.to_string().len() < 400, "the message is bounded: {err}");
+        // The `(` that opens level 33.
+        assert_eq!(
+            err.position,
+            "hier:inner=(".len() * (MAX_SPEC_DEPTH + 1) - 1
+        );
+
+        let at_limit = nested(MAX_SPEC_DEPTH);
+        assert!(at_limit.parse::<Spec>().is_ok());
+        assert!(nested(MAX_SPEC_DEPTH + 1).parse::<Spec>().is_err());
+    }
+
+    #[test]
+    fn long_inputs_are_quoted_around_the_problem() {
+        let input = format!("{}:x=1,x=2", "a".repeat(1000));
+        let err = input.parse::<Spec>().unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("...") && text.contains("x=1,x=2"), "{text}");
+        assert!(text.len() < 300, "{text}");
+        assert_eq!(err.input, input, "the error keeps the whole input");
+    }
+
+    #[test]
+    fn huge_numbers_in_messages_are_compact() {
+        let s: Spec = "a:t=-1e300,k=18446744073709551615".parse().unwrap();
+        let err = s.number_at_least("t", 1.0).unwrap_err().to_string();
+        assert!(err.contains("`-1e300`"), "{err}");
+        let err = s.count_in("k", 1, 1000).unwrap_err().to_string();
+        assert!(
+            err.contains("`18446744073709551615`") && err.contains("1..=1000"),
+            "{err}"
+        );
     }
 
     #[test]

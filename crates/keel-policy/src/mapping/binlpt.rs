@@ -27,6 +27,11 @@ use crate::spec::{Spec, SpecValue};
 /// cannot be dropped), which makes K beyond a few thousand impractical.
 pub const MAX_FAITHFUL_CHUNKS: usize = 4096;
 
+/// Largest chunk count any cut accepts. The improved cut never makes more
+/// chunks than tasks, so a larger count could only be a typo; refusing it
+/// beats silently treating `chunks=18446744073709551615` as "one per task".
+pub const MAX_CHUNKS: usize = 1 << 24;
+
 /// How BinLPT cuts the task sequence into chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinLptCut {
@@ -63,7 +68,7 @@ impl BinLpt {
             Some("faithful") => BinLptCut::Faithful,
             _ => BinLptCut::Improved,
         };
-        let chunks = spec.count_at_least("chunks", 1)?;
+        let chunks = spec.count_in("chunks", 1, MAX_CHUNKS)?;
         if let (BinLptCut::Faithful, Some(k)) = (cut, chunks) {
             if k > MAX_FAITHFUL_CHUNKS {
                 return Err(spec.invalid(
@@ -71,7 +76,7 @@ impl BinLpt {
                     &k.to_string(),
                     &format!(
                         "at most {MAX_FAITHFUL_CHUNKS} with cut=faithful, whose reference sort is \
-                         quadratic in the chunk count (cut=improved has no limit)"
+                         quadratic in the chunk count (cut=improved takes up to {MAX_CHUNKS})"
                     ),
                 ));
             }
@@ -80,9 +85,14 @@ impl BinLpt {
     }
 
     /// Chunk boundaries over `loads`: chunk `c` is `bounds[c]..bounds[c + 1]`.
-    /// Faithful cuts may end with empty chunks, as the reference's do.
+    /// Faithful cuts may end with empty chunks, as the reference's do, so
+    /// their count is capped at [`MAX_FAITHFUL_CHUNKS`] (the boundaries are
+    /// allocated per chunk); improved cuts make at most one per task.
     pub fn cut_points(&self, loads: &[f64], chunks: usize) -> Vec<usize> {
-        let chunks = chunks.max(1);
+        let chunks = match self.cut {
+            BinLptCut::Faithful => chunks.clamp(1, MAX_FAITHFUL_CHUNKS),
+            BinLptCut::Improved => chunks.max(1),
+        };
         let mut prefix = Vec::with_capacity(loads.len() + 1);
         prefix.push(0.0);
         let mut sum = 0.0;
@@ -332,5 +342,38 @@ mod tests {
             vec![0, 1],
             "k = 0 means one chunk"
         );
+    }
+
+    #[test]
+    fn huge_chunk_counts_are_refused_with_the_limit_named() {
+        for text in [
+            "binlpt:chunks=18446744073709551615",
+            "binlpt:chunks=16777217",
+            "binlpt:chunks=18446744073709551616",
+        ] {
+            let err = BinLpt::from_spec(&text.parse().unwrap()).unwrap_err();
+            assert!(
+                matches!(&err, PolicyError::InvalidParameter { key, .. } if key == "chunks"),
+                "{text}: {err}"
+            );
+            assert!(err.to_string().contains("1..=16777216"), "{text}: {err}");
+        }
+        let policy = BinLpt::from_spec(&"binlpt:chunks=16777216".parse().unwrap()).unwrap();
+        assert_eq!(policy.chunks, Some(MAX_CHUNKS));
+        // A policy built in code with a huge count allocates per task, or per
+        // capped chunk for the faithful cut, never per chunk asked for.
+        let faithful = BinLpt {
+            chunks: Some(usize::MAX),
+            cut: BinLptCut::Faithful,
+        };
+        assert_eq!(
+            faithful.cut_points(&[1.0, 1.0], usize::MAX).len(),
+            MAX_FAITHFUL_CHUNKS + 1
+        );
+        let improved = BinLpt {
+            chunks: Some(usize::MAX),
+            cut: BinLptCut::Improved,
+        };
+        assert_eq!(improved.cut_points(&[1.0, 1.0], usize::MAX), vec![0, 1, 2]);
     }
 }

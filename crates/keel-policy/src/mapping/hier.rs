@@ -71,11 +71,11 @@ impl Hier {
     pub fn decide(&self, input: &MappingInput<'_>) -> Result<Mapping, PolicyError> {
         let npus = input.npus();
         if self.nodes > npus {
-            return Err(PolicyError::InvalidParameter {
-                policy: "hier".into(),
-                key: "nodes".into(),
-                value: self.nodes.to_string(),
-                expected: format!("at most the number of PUs ({npus})"),
+            return Err(PolicyError::HierNodes {
+                nodes: self.nodes,
+                group: npus,
+                machine: npus,
+                level: String::new(),
             });
         }
         let starts: Vec<usize> = (0..=self.nodes).map(|k| self.node_start(k, npus)).collect();
@@ -115,7 +115,10 @@ impl Hier {
             migratable.clone(),
             current_node,
         );
-        let to_node = self.outer.map(&outer_ctx)?;
+        let to_node = self
+            .outer
+            .map(&outer_ctx)
+            .map_err(|e| self.enclose(e, "outer", npus))?;
 
         // Inner level: each node's tasks, in index order, onto its PUs.
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); self.nodes];
@@ -143,12 +146,44 @@ impl Hier {
                     .map(|&t| input.current(t).map_or(NO_PU, local))
                     .collect(),
             );
-            let local_map = self.inner.map(&inner_ctx)?;
+            let local_map = self
+                .inner
+                .map(&inner_ctx)
+                .map_err(|e| self.enclose(e, "inner", npus))?;
             for (i, &task) in tasks.iter().enumerate() {
                 placement[task] = first + local_map.pu_of(i);
             }
         }
         Mapping::new(placement, npus)
+    }
+
+    /// An error from one of this policy's levels, as the user should read
+    /// it: a nested `hier`'s node count is checked against its share of the
+    /// PUs, so the message says where that level sits and names the PU
+    /// count of the whole problem (this level's, rewritten again by every
+    /// enclosing level).
+    fn enclose(&self, error: PolicyError, which: &str, npus: usize) -> PolicyError {
+        match error {
+            PolicyError::HierNodes {
+                nodes,
+                group,
+                level,
+                ..
+            } => {
+                let here = format!("{which} of hier:nodes={}", self.nodes);
+                PolicyError::HierNodes {
+                    nodes,
+                    group,
+                    machine: npus,
+                    level: if level.is_empty() {
+                        here
+                    } else {
+                        format!("{here} > {level}")
+                    },
+                }
+            }
+            other => other,
+        }
     }
 }
 
@@ -261,6 +296,50 @@ mod tests {
             "{err}"
         );
         assert!(r.build("hier").is_err(), "nodes is required");
+    }
+
+    #[test]
+    fn a_nested_level_names_the_pu_count_the_user_gave() {
+        let r = registry();
+        let loads = [1.0; 8];
+        let bg = [0.0; 8];
+        let ctx = crate::mapping::runtime_context(&loads, &bg);
+        let err = r
+            .build("hier:nodes=2,inner=(hier:nodes=8)")
+            .unwrap()
+            .map(&ctx)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "policy `hier` (inner of hier:nodes=2): parameter `nodes` = `8` is invalid: \
+             expected at most the 4 PUs that level is given, of the 8 PUs in all"
+        );
+        let err = r
+            .build("hier:nodes=2,inner=(hier:nodes=2,inner=(hier:nodes=3))")
+            .unwrap()
+            .map(&ctx)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            PolicyError::HierNodes {
+                nodes: 3,
+                group: 2,
+                machine: 8,
+                level: "inner of hier:nodes=2 > inner of hier:nodes=2".into(),
+            }
+        );
+        let err = r
+            .build("hier:nodes=4,outer=(hier:nodes=5)")
+            .unwrap()
+            .map(&ctx)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("(outer of hier:nodes=4)")
+                && err
+                    .to_string()
+                    .contains("the 4 PUs that level is given, of the 8 PUs"),
+            "{err}"
+        );
     }
 
     #[test]
