@@ -237,3 +237,13 @@ fn bad_input_is_a_typed_error() {
     s.weights(vec![1.0; 3]);
     assert!(matches!(s.run("l", &costs), Err(SimError::Policy(_))));
 }
+
+/// Sizes whose allocation alone would abort the process are typed errors
+/// naming the limit.
+#[test]
+fn loop_sizes_past_the_limits_are_refused_naming_them() {
+    let e = keel_sim::IterationCosts::uniform(usize::MAX, 1e-6).unwrap_err();
+    assert!(e.to_string().contains("MAX_UNIFORM_ITERATIONS"), "{e}");
+    let e = keel_sim::Machine::uniform(usize::MAX, SOME_OVERHEAD).unwrap_err();
+    assert!(e.to_string().contains("MAX_LOOP_WORKERS"), "{e}");
+}

@@ -31,6 +31,7 @@ use keel_workloads::bsp::{self, BspJob, BspScenario, Pattern};
 use keel_workloads::swf::{self, WideJobs};
 use serde::Serialize;
 
+use super::bounds;
 use crate::error::CliError;
 use crate::report;
 
@@ -82,7 +83,7 @@ pub struct Common {
     pub seed: u64,
 
     /// Multiply every job's iterations by this (1 = the paper's jobs).
-    #[arg(long, default_value_t = 1.0, global = true)]
+    #[arg(long, default_value_t = 1.0, global = true, value_parser = bounds::scale)]
     pub scale: f64,
 
     /// Shorthand for `--scale 0.02`: seconds instead of minutes.
@@ -110,11 +111,11 @@ pub struct Common {
     pub cpu_clock: String,
 
     /// Message and barrier latency, seconds (default: the model's 20 µs).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = bounds::cost)]
     pub latency: Option<f64>,
 
     /// Context-switch cost, seconds (default: the model's 10 µs).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = bounds::cost)]
     pub context_switch: Option<f64>,
 
     /// The nodes' kernel: `linux-2.4` (the paper's: 39.6 ms time slice,
@@ -126,15 +127,15 @@ pub struct Common {
     pub os: Option<String>,
 
     /// The local OS scheduler's time slice, seconds (overrides `--os`).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = bounds::quantum)]
     pub os_quantum: Option<f64>,
 
     /// The local OS scheduler's tick, seconds (overrides `--os`).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = bounds::quantum)]
     pub os_tick: Option<f64>,
 
     /// Wake-up cost of a blocked process, seconds (default: 10 µs).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = bounds::cost)]
     pub wakeup: Option<f64>,
 }
 
@@ -143,7 +144,8 @@ impl Common {
         let scale = if self.quick { QUICK_SCALE } else { self.scale };
         if !(scale.is_finite() && scale > 0.0) {
             return Err(CliError::Usage(format!(
-                "--scale {scale} is invalid: expected a finite number > 0"
+                "--scale {} is invalid: expected a finite number > 0",
+                bounds::shown(scale)
             )));
         }
         Ok(scale)
@@ -261,7 +263,7 @@ pub struct SwfArgs {
 
     /// Compute seconds per iteration: a job's run time in the log becomes
     /// round(run time / granularity) iterations (at least 1).
-    #[arg(long, default_value_t = SWF_GRANULARITY)]
+    #[arg(long, default_value_t = SWF_GRANULARITY, value_parser = bounds::quantum)]
     pub granularity: f64,
 
     /// Variability of every job's compute phases (1 = ±100 %).
@@ -277,11 +279,11 @@ pub struct SwfArgs {
     pub limit: usize,
 
     /// Nodes of the simulated cluster.
-    #[arg(long, default_value_t = bsp::CLUSTER_NODES)]
+    #[arg(long, default_value_t = bsp::CLUSTER_NODES, value_parser = bounds::count)]
     pub nodes: usize,
 
     /// PEs per node.
-    #[arg(long, default_value_t = bsp::PES_PER_NODE)]
+    #[arg(long, default_value_t = bsp::PES_PER_NODE, value_parser = bounds::count)]
     pub pes_per_node: usize,
 
     /// Fail on jobs wider than the cluster instead of skipping them.
@@ -1035,8 +1037,16 @@ fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
         points,
         findings,
     };
-    if let Some(dir) = &a.svg {
-        std::fs::create_dir_all(dir)?;
+    // The tables come first, the plots after: a plot that cannot be
+    // written must not throw away what was computed; its failure is still
+    // the command's error, naming the path.
+    let plots = |out: &mut dyn Write| -> Result<(), CliError> {
+        let Some(dir) = &a.svg else {
+            return Ok(());
+        };
+        out.flush()?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::Usage(format!("svg {}: {e}", dir.display())))?;
         for p in &patterns {
             plot_fig5(
                 &dir.join(format!("fig5-{}.svg", p.name())),
@@ -1046,11 +1056,12 @@ fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
                 &report.points,
             )?;
         }
-    }
+        Ok(())
+    };
     if common.json {
         serde_json::to_writer(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(());
+        return plots(out);
     }
     write_setup(out, &report.setup)?;
     writeln!(
@@ -1109,6 +1120,7 @@ fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliErr
             f.pattern, f.claim, verdict, f.detail
         )?;
     }
+    plots(out)?;
     if let Some(dir) = &a.svg {
         writeln!(out, "plots: {}", dir.display())?;
     }
@@ -1238,6 +1250,14 @@ fn swf_run(a: &SwfArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliE
             model.cluster.pes()
         )));
     }
+    // Refused before the first policy runs: a log's run time of 10⁹ s
+    // would otherwise be 10¹⁰ iterations per process.
+    keel_sim::cluster::check_work(&jobs).map_err(|e| {
+        CliError::Usage(format!(
+            "{}: {e}; raise --granularity, lower --scale or replay fewer jobs with --limit",
+            a.file.display()
+        ))
+    })?;
     let bar = super::progress(specs.len() as u64, "sim cosched swf", common.quiet);
     let mut rows = Vec::new();
     for spec in &specs {

@@ -41,11 +41,11 @@ pub const DEFAULT_EMITTER_COST: f64 = 50e-9;
 #[derive(Debug, Clone, clap::Args)]
 pub struct FarmArgs {
     /// Farm sizes (workers), one of them fast.
-    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 8, 16])]
+    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 8, 16], value_parser = super::bounds::count)]
     pub workers: Vec<usize>,
 
     /// Stream lengths (tasks).
-    #[arg(long, value_delimiter = ',', default_values_t = [1000usize, 2000, 4000, 8000, 16000])]
+    #[arg(long, value_delimiter = ',', default_values_t = [1000usize, 2000, 4000, 8000, 16000], value_parser = super::bounds::count)]
     pub tasks: Vec<usize>,
 
     /// Farm policy specs (default: rr, arrs:chunk=100, arrs, arrs-adaptive,
@@ -67,11 +67,11 @@ pub struct FarmArgs {
 
     /// Bound every input queue at this many items (default: unbounded, as
     /// in the paper).
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::count)]
     pub capacity: Option<usize>,
 
     /// Coefficient of variation of each task's time (normal noise, mean 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::bounds::cv)]
     pub noise_cv: f64,
 
     /// Seed of the noise.
@@ -138,11 +138,7 @@ fn sim_error(e: SimError) -> CliError {
 }
 
 fn farm(args: &FarmArgs, workers: usize) -> Result<FarmModel, CliError> {
-    let noise = if args.noise_cv > 0.0 {
-        Noise::Normal { cv: args.noise_cv }
-    } else {
-        Noise::None
-    };
+    let noise = Noise::normal(args.noise_cv).map_err(sim_error)?;
     let mut model = FarmModel::heterogeneous(workers, 1, args.fast_speed).map_err(sim_error)?;
     model.workers = model
         .workers
@@ -236,9 +232,6 @@ pub fn run(args: &FarmArgs) -> Result<(), CliError> {
     let rows = rows(args, &mut || bar.inc(1));
     bar.finish_and_clear();
     let rows = rows?;
-    if let Some(path) = &args.svg {
-        plot(path, args, &rows)?;
-    }
     let mut out = BufWriter::new(io::stdout().lock());
     let report = FarmSimReport {
         fast_speed: args.fast_speed,
@@ -254,11 +247,17 @@ pub fn run(args: &FarmArgs) -> Result<(), CliError> {
         writeln!(out)?;
     } else {
         write_tables(&mut out, &report)?;
-        if let Some(path) = &args.svg {
+    }
+    // The tables come first: a plot that cannot be written must not throw
+    // away what was computed; its failure is still the command's error.
+    out.flush()?;
+    if let Some(path) = &args.svg {
+        plot(path, args, &report.rows)?;
+        if !args.json {
             writeln!(out, "plot: {}", path.display())?;
+            out.flush()?;
         }
     }
-    out.flush()?;
     Ok(())
 }
 

@@ -58,7 +58,7 @@ pub struct LoopsArgs {
     pub bathtub_only: bool,
 
     /// Coefficient of variation of every chunk's time (normal noise, mean 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = super::bounds::cv)]
     pub noise_cv: f64,
 
     /// Seed of the noise (and of RandomSel's stream).
@@ -354,9 +354,6 @@ pub fn run(args: &LoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
     }
     bar.finish_and_clear();
-    if let Some(path) = &args.svg {
-        plot(path, &tub)?;
-    }
     let report = LoopsReport {
         workload: SphynxL1::spec(),
         iterations: sphynx_l1::PARTICLES,
@@ -369,9 +366,20 @@ pub fn run(args: &LoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(());
+    } else {
+        write_report(out, &report, args)?;
     }
-    write_report(out, &report, args)
+    // The tables come first: a plot that cannot be written must not throw
+    // away what was computed; its failure is still the command's error.
+    if let Some(path) = &args.svg {
+        out.flush()?;
+        plot(path, &report.bathtub)?;
+        if !args.json {
+            writeln!(out)?;
+            writeln!(out, "plot: {}", path.display())?;
+        }
+    }
+    Ok(())
 }
 
 fn write_report(out: &mut dyn Write, r: &LoopsReport, args: &LoopsArgs) -> Result<(), CliError> {
@@ -467,10 +475,6 @@ fn write_report(out: &mut dyn Write, r: &LoopsReport, args: &LoopsArgs) -> Resul
         for line in report::align(&table) {
             writeln!(out, "{line}")?;
         }
-    }
-    if let Some(path) = &args.svg {
-        writeln!(out)?;
-        writeln!(out, "plot: {}", path.display())?;
     }
     Ok(())
 }

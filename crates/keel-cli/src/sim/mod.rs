@@ -12,6 +12,7 @@
 //! | `objects` | the Lassen-like proxy on 64 nodes × 16 PUs |
 //! | `cosched` | the FCS paper's §3 on a simulated cluster: verification tables, Fig. 5, application mixes, SWF replay |
 
+pub mod bounds;
 pub mod calibrate;
 pub mod cosched;
 pub mod farm;

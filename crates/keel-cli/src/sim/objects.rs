@@ -31,11 +31,11 @@ use crate::report;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ObjectsArgs {
     /// Nodes.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::bounds::count)]
     pub nodes: usize,
 
     /// PUs per node.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = super::bounds::count)]
     pub pus_per_node: usize,
 
     /// The Lassen-like proxy's spec (default: `lassen:pus=NODES×PUS`, 16
@@ -56,12 +56,12 @@ pub struct ObjectsArgs {
     pub stealing: String,
 
     /// Seconds a thief pays per stolen chunk.
-    #[arg(long, default_value_t = DEFAULT_STEAL_COST)]
+    #[arg(long, default_value_t = DEFAULT_STEAL_COST, value_parser = super::bounds::cost)]
     pub steal_cost: f64,
 
     /// Coefficient of variation of every piece of work (normal noise): the
     /// measured loads are noisy.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = super::bounds::cv)]
     pub noise_cv: f64,
 
     /// Seed of the noise and of the thieves' choices.
@@ -146,11 +146,8 @@ fn configs(args: &ObjectsArgs, policy: &str) -> (Configs, Configs) {
 
 /// `keel sim objects`.
 pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
-    let pus = args
-        .nodes
-        .checked_mul(args.pus_per_node)
-        .filter(|&p| p > 0)
-        .ok_or_else(|| CliError::Usage("--nodes and --pus-per-node must be at least 1".into()))?;
+    let pus = keel_sim::objects::machine_size(args.nodes, args.pus_per_node)
+        .map_err(|e| CliError::Usage(format!("sim objects: --nodes × --pus-per-node: {e}")))?;
     if args.period == 0 || args.periods.contains(&0) {
         return Err(CliError::Usage("periods must be at least 1 step".into()));
     }
@@ -160,11 +157,7 @@ pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
         .unwrap_or_else(|| format!("lassen:pus={pus}"));
     let lassen = LassenLike::parse(&spec)?;
     let costs = WorkloadCosts::uniform_cells(&lassen);
-    let noise = if args.noise_cv > 0.0 {
-        Noise::Normal { cv: args.noise_cv }
-    } else {
-        Noise::None
-    };
+    let noise = Noise::normal(args.noise_cv).map_err(sim_error)?;
     let mut model = ObjectsModel::new(args.nodes, args.pus_per_node, noise).map_err(sim_error)?;
     model.steal_cost = args.steal_cost;
     model.seed = args.seed;
@@ -205,20 +198,23 @@ pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
         table1,
         table2,
     };
-    if let Some(path) = &args.svg {
-        plot(path, &report)?;
-    }
+    // The tables come first: a plot that cannot be written must not throw
+    // away what was computed; its failure is still the command's error.
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
         write_tables(&mut out, &report, args)?;
-        if let Some(path) = &args.svg {
-            writeln!(out, "plot: {}", path.display())?;
-        }
     }
     out.flush()?;
+    if let Some(path) = &args.svg {
+        plot(path, &report)?;
+        if !args.json {
+            writeln!(out, "plot: {}", path.display())?;
+            out.flush()?;
+        }
+    }
     Ok(())
 }
 

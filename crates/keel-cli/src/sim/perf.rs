@@ -19,11 +19,11 @@ use crate::report;
 #[derive(Debug, clap::Args)]
 pub struct PerfArgs {
     /// Iterations of the loop.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = super::bounds::count)]
     pub iterations: usize,
 
     /// Worker counts of the scaling table.
-    #[arg(long, value_delimiter = ',', default_values_t = [16usize, 32, 64, 128, 256, 512, 1024])]
+    #[arg(long, value_delimiter = ',', default_values_t = [16usize, 32, 64, 128, 256, 512, 1024], value_parser = super::bounds::count)]
     pub threads: Vec<usize>,
 
     /// The schedule (`ss` with chunk 1 makes one event per iteration).
@@ -31,7 +31,7 @@ pub struct PerfArgs {
     pub schedule: String,
 
     /// Runs per point (the median is shown).
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = super::bounds::count)]
     pub reps: usize,
 
     /// A calibration file (default: the committed one).

@@ -7,6 +7,11 @@ use std::ops::Range;
 
 use crate::error::SimError;
 
+/// The most iterations [`IterationCosts::uniform`] builds: 2²⁷ ≈ 134
+/// million (the papers' loops have 10⁶), 2 GiB of costs and prefix sums
+/// at the peak; past this the allocation alone would abort the process.
+pub const MAX_UNIFORM_ITERATIONS: usize = 1 << 27;
+
 /// The costs of the iterations `[0, N)` of one loop instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IterationCosts {
@@ -35,8 +40,16 @@ impl IterationCosts {
         Ok(IterationCosts { prefix })
     }
 
-    /// `n` iterations of `cost` seconds each.
+    /// `n` iterations of `cost` seconds each, at most
+    /// [`MAX_UNIFORM_ITERATIONS`].
     pub fn uniform(n: usize, cost: f64) -> Result<Self, SimError> {
+        if n > MAX_UNIFORM_ITERATIONS {
+            return Err(SimError::over_limit(
+                "loop length",
+                format!("{n} iterations"),
+                format!("at most MAX_UNIFORM_ITERATIONS = {MAX_UNIFORM_ITERATIONS} iterations"),
+            ));
+        }
         Self::new(&vec![cost; n])
     }
 

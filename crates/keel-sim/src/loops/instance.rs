@@ -52,6 +52,10 @@ use crate::overhead::{OverheadModel, SharedCounter};
 use crate::worker::WorkerModel;
 use keel_policy::dls::ProfileSums;
 
+/// The most workers [`Machine::uniform`] builds: 65,536 (the papers'
+/// loops run on 16–1,024); each holds a model and per-run state.
+pub const MAX_LOOP_WORKERS: usize = 1 << 16;
+
 /// The simulated machine a loop runs on: its workers and the runtime's
 /// dispatch overhead.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,8 +78,16 @@ impl Machine {
         Ok(Machine { workers, overhead })
     }
 
-    /// `threads` identical workers of speed 1 without noise.
+    /// `threads` identical workers of speed 1 without noise, at most
+    /// [`MAX_LOOP_WORKERS`].
     pub fn uniform(threads: usize, overhead: OverheadModel) -> Result<Self, SimError> {
+        if threads > MAX_LOOP_WORKERS {
+            return Err(SimError::over_limit(
+                "worker count",
+                threads,
+                format!("at most MAX_LOOP_WORKERS = {MAX_LOOP_WORKERS} workers"),
+            ));
+        }
         let worker = WorkerModel::new(1.0)?;
         Self::new(vec![worker; threads], overhead)
     }

@@ -28,7 +28,9 @@ pub mod instance;
 pub mod sphynx_l1;
 pub mod stepping;
 
-pub use costs::IterationCosts;
-pub use instance::{simulate_plan, InstanceResult, Machine, RunOptions, Selected};
+pub use costs::{IterationCosts, MAX_UNIFORM_ITERATIONS};
+pub use instance::{
+    simulate_plan, InstanceResult, Machine, RunOptions, Selected, MAX_LOOP_WORKERS,
+};
 pub use sphynx_l1::SphynxL1;
 pub use stepping::{simulate, Call, Stepper};
