@@ -271,8 +271,19 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEve
             Ok(s) => s,
             Err(busy) => {
                 // One non-blocking write: a client that does not read
-                // loses the message, the server loses nothing.
+                // loses the message, the server loses nothing. What the
+                // client already sent is read away so that closing does
+                // not reset the connection under the message.
                 let _ = (&stream).write((busy + "\n").as_bytes());
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let mut chunk = [0u8; 4096];
+                let mut left = MAX_REQUEST;
+                while left > 0 {
+                    match (&stream).read(&mut chunk) {
+                        Ok(n) if n > 0 => left = left.saturating_sub(n as u64),
+                        _ => break,
+                    }
+                }
                 continue;
             }
         };
@@ -284,11 +295,11 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEve
             .spawn(move || {
                 let _slot = slot;
                 let reply = handle(&stream, peer, &to_manager);
-                let _ = write_by(
-                    &stream,
-                    format!("{reply}\n").as_bytes(),
-                    Instant::now() + REPLY_DEADLINE,
-                );
+                let deadline = Instant::now() + REPLY_DEADLINE;
+                if write_by(&stream, format!("{reply}\n").as_bytes(), deadline).is_ok() {
+                    let _ = stream.shutdown(std::net::Shutdown::Write);
+                    drain_by(&stream, deadline);
+                }
             });
     }
 }
@@ -376,6 +387,28 @@ fn write_by(stream: &UnixStream, mut bytes: &[u8], deadline: Instant) -> io::Res
         }
     }
     Ok(())
+}
+
+/// Reads and discards what the client still sends, until it closes or
+/// `deadline`: closing a Unix socket with unread data resets it, and the
+/// client would lose the reply (to a request too long, or too slow).
+fn drain_by(stream: &UnixStream, deadline: Instant) {
+    let mut chunk = [0u8; 4096];
+    while let Some(ms) = ms_until(deadline) {
+        if !poll_fd(stream.as_raw_fd(), libc::POLLIN, ms) {
+            continue;
+        }
+        match (&*stream).read(&mut chunk) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// Reads one request and asks the manager.
