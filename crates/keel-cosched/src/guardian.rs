@@ -24,10 +24,16 @@
 //! (see `node`), which usually wins the race; the guardian is what thaws,
 //! cleans up and covers a manager that closes without dying.
 //!
-//! A process group is only signalled while its leader (the job process,
-//! held by a pidfd) has not exited: a group id is the leader's pid, and
-//! only that process can create a group with that id, so while the leader
-//! lives (even as a zombie) the id cannot name anyone else's group.
+//! The process group's id is the job process's pid, and only that process
+//! can create a group with that id. While the process lives (even as a
+//! zombie; its pidfd tells) the id cannot name anyone else's group, and
+//! while any member of its group lives the kernel does not reuse the id.
+//! So the group is signalled while the process lives, and under
+//! [`ManagerExit::Kill`] also after it died (the parent-death signal
+//! usually kills it first, leaving what it forked in the group): the id
+//! could then only name a stranger's group if the whole group had ended
+//! and the pid space had wrapped round since, in the milliseconds between
+//! the manager's death and the guardian's signal.
 //!
 //! The guardian is forked, not exec'd, from a multi-threaded process, so
 //! between `fork` and `_exit` it only makes async-signal-safe system calls
@@ -254,12 +260,12 @@ unsafe fn guard(p: &Plan) -> ! {
             libc::poll(poll, 1, ms) == 0
         };
         let group = p.target.group_leader;
+        let killing = p.target.on_exit == ManagerExit::Kill;
         let signal = |sig: libc::c_int| {
-            // The group only while its leader has not exited (module
-            // docs); the process itself through its pidfd, so a reused
-            // pid is never hit.
+            // The group as the module docs say; the process itself
+            // through its pidfd, so a reused pid is never hit.
             let mut poll = pfd_poll;
-            if group && leader_lives(&mut poll, 0) {
+            if group && (killing || leader_lives(&mut poll, 0)) {
                 libc::kill(-p.target.pid, sig);
             }
             libc::syscall(libc::SYS_pidfd_send_signal, pfd, sig, 0usize, 0u32);

@@ -3,7 +3,7 @@
 //! policy's, this module enacts it).
 //!
 //! It starts processes (page created first, each the leader of its own
-//! process group, pinned to the PE's CPU, in its own freezer cgroup,
+//! session and process group, pinned to the PE's CPU, in its own freezer cgroup,
 //! guarded by a [`Guardian`]) and
 //! at every heartbeat, at the switch time the heartbeat carries:
 //!
@@ -621,11 +621,16 @@ impl NodeManager {
         // it (integers, a CpuSet, a CString); it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
-                // Lead a group of its own: suspension with signals and the
-                // guardian address the group, so that what the process
-                // forks stops, continues and dies with it; ranks of one
-                // job are suspended independently, so each has its own.
-                if libc::setpgid(0, 0) != 0 {
+                // Lead a session (and so a process group) of its own:
+                // suspension with signals and the guardian address the
+                // group, so that what the process forks stops, continues
+                // and dies with it; ranks of one job are suspended
+                // independently, so each has its own. A session rather than
+                // just a group: a group in the manager's session would be
+                // orphaned by the manager's death, and the kernel then
+                // sends SIGHUP to a stopped group, killing a job the
+                // guardian is to resume.
+                if libc::setsid() < 0 {
                     return Err(io::Error::last_os_error());
                 }
                 cpuset.apply(0)?;

@@ -1,41 +1,80 @@
-//! When the manager is SIGKILLed while jobs are suspended, no job process
-//! is left stopped: every one is gone (the guardians resume and kill them;
-//! `PR_SET_PDEATHSIG` usually gets there first). Checked for both suspend
-//! methods, and with the parent-death signal off so that the guardians
-//! alone are tested.
+//! The manager is SIGKILLed while multi-process jobs are suspended: two
+//! jobs of two ranks in two rows of GS, each rank a shell wrapper that
+//! forks the real program (the BSP job).
+//!
+//! - While a rank is suspended, what it forked is suspended too (signals:
+//!   the rank's process group is stopped; the freezer: its cgroup).
+//! - `--on-manager-exit resume` (the default): afterwards no job process,
+//!   children included, is stopped or frozen; all keep running and
+//!   complete; the guardians then remove pages, cgroups and the run
+//!   directory.
+//! - `--on-manager-exit kill`: every job process, children included, is
+//!   gone (the guardians resume and kill the groups; `PR_SET_PDEATHSIG`
+//!   usually gets to the wrappers first, so it is also turned off to test
+//!   the guardians alone).
+//!
+//! The freezer variants say whether they ran (`common::can_run`).
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use common::{gone, long_bsp, manager_binary, suspended, wait_until, KillOnDrop};
+use common::{
+    can_run, children_of, gone, have_freezer, suspended, wait_until, wrapped_bsp, KillOnDrop,
+};
 use keel_cosched::sys::{self, Pid};
 
-fn kill_manager_while_suspended(suspend: &str, pdeathsig: bool) {
-    if suspend == "freezer"
-        && keel_cosched::suspend::Suspender::new(keel_cosched::SuspendChoice::Freezer).is_err()
-    {
-        eprintln!("skipped: no usable cgroup v2 freezer here");
+/// The tests are timing-based and each runs a manager on every CPU: one
+/// at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum OnExit {
+    Resume,
+    Kill,
+}
+
+/// Supersteps of a job that must complete after its manager died: a few
+/// seconds of work even when both jobs share the CPUs unscheduled.
+const RESUMED_ITERATIONS: u64 = 400;
+
+fn kill_manager_while_suspended(test: &str, suspend: &str, on_exit: OnExit, pdeathsig: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if suspend == "freezer" && !can_run(test, "the cgroup v2 freezer", have_freezer()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let jobs = dir.path().join("jobs.txt");
+    let iterations = match on_exit {
+        OnExit::Resume => RESUMED_ITERATIONS,
+        OnExit::Kill => 1_000_000,
+    };
+    let args = format!("--iterations {iterations} --granularity-ms 5");
     // Two jobs in two rows of GS: at any time one of them is suspended.
     std::fs::write(
         &jobs,
-        format!("{}\n{}\n", long_bsp("a", 2, ""), long_bsp("b", 2, "")),
+        format!(
+            "{}\n{}\n",
+            wrapped_bsp("a", 2, &args),
+            wrapped_bsp("b", 2, &args)
+        ),
     )
     .unwrap();
-    let mut cmd = Command::new(manager_binary());
+    let mut cmd = Command::new(common::manager_binary());
     cmd.args([
         "run",
         "--policy",
         "gs:t-slice=0.05",
         "--suspend",
         suspend,
+        "--on-manager-exit",
+        match on_exit {
+            OnExit::Resume => "resume",
+            OnExit::Kill => "kill",
+        },
         "--verbose",
     ])
     .arg(&jobs)
@@ -62,46 +101,94 @@ fn kill_manager_while_suspended(suspend: &str, pdeathsig: bool) {
             }
         }
     });
-    let mut pids = Vec::new();
-    while pids.len() < 4 {
+    let mut wrappers = Vec::new();
+    while wrappers.len() < 4 {
         let pid = rx
             .recv_timeout(Duration::from_secs(20))
             .expect("the manager started four processes");
-        pids.push(pid);
+        wrappers.push(pid);
         guard.pids.push(pid);
     }
+    // Each wrapper forks its program.
+    let mut pairs: Vec<(Pid, Pid)> = Vec::new();
+    for &w in &wrappers {
+        assert!(
+            wait_until(Duration::from_secs(10), || children_of(w).len() == 1),
+            "wrapper {w} forked its program"
+        );
+        let child = children_of(w)[0];
+        guard.pids.push(child);
+        pairs.push((w, child));
+    }
+    let all: Vec<Pid> = pairs.iter().flat_map(|&(w, c)| [w, c]).collect();
     // Let a few slots switch (50 ms each) before checking.
     std::thread::sleep(Duration::from_millis(150));
+    // One job (two ranks) is suspended at a time, and with each rank what
+    // it forked: seen consistently between two slot switches.
+    let stop_state = |p: Pid| {
+        if suspend == "signals" {
+            sys::proc_state(p) == Some('T')
+        } else {
+            suspended(p)
+        }
+    };
+    let consistent = || {
+        let ranks = pairs.iter().filter(|&&(w, _)| stop_state(w)).count();
+        ranks == 2 && pairs.iter().all(|&(w, c)| stop_state(w) == stop_state(c))
+    };
     assert!(
-        wait_until(Duration::from_secs(10), || pids
+        wait_until(Duration::from_secs(10), consistent),
+        "while a rank is suspended its child is too: {:?}",
+        pairs
             .iter()
-            .filter(|&&p| suspended(p))
-            .count()
-            == 2),
-        "two processes (one job) are suspended at a time"
+            .map(|&(w, c)| (stop_state(w), stop_state(c)))
+            .collect::<Vec<_>>()
     );
-    if suspend == "signals" {
-        assert_eq!(
-            pids.iter()
-                .filter(|&&p| sys::proc_state(p) == Some('T'))
-                .count(),
-            2
-        );
-    }
+
     sys::kill(manager_pid, libc::SIGKILL).unwrap();
     let status = guard.children[0].wait().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGKILL)
     );
-    let all_gone = wait_until(Duration::from_secs(10), || pids.iter().all(|&p| gone(p)));
-    let states: Vec<_> = pids.iter().map(|&p| (p, sys::proc_state(p))).collect();
-    assert!(
-        !states.iter().any(|(_, s)| *s == Some('T')),
-        "a job process was left stopped: {states:?}"
-    );
-    assert!(all_gone, "job processes outlived their manager: {states:?}");
-    // The guardians also removed the pages and the cgroups.
+    let states = || -> Vec<_> { all.iter().map(|&p| (p, sys::proc_state(p))).collect() };
+    match on_exit {
+        OnExit::Resume => {
+            // Resumed, all of them, and still there (the work is not done).
+            let resumed = wait_until(Duration::from_secs(5), || {
+                all.iter().all(|&p| !gone(p) && !suspended(p))
+            });
+            assert!(
+                resumed,
+                "every job process, children included, runs on: {:?}",
+                states()
+            );
+            // They stay resumed and complete on their own.
+            let done = wait_until(Duration::from_secs(120), || {
+                assert!(
+                    !all.iter().any(|&p| suspended(p)),
+                    "a job process was stopped again: {:?}",
+                    states()
+                );
+                all.iter().all(|&p| gone(p))
+            });
+            assert!(done, "the resumed jobs completed: {:?}", states());
+        }
+        OnExit::Kill => {
+            let all_gone = wait_until(Duration::from_secs(10), || all.iter().all(|&p| gone(p)));
+            let s = states();
+            assert!(
+                !s.iter().any(|(_, st)| *st == Some('T')),
+                "a job process was left stopped: {s:?}"
+            );
+            assert!(
+                all_gone,
+                "job processes (children included) outlived their manager: {s:?}"
+            );
+        }
+    }
+    // The guardians also removed the pages, the run directory and the
+    // cgroups.
     let ours = |name: &str| {
         name.strip_prefix(&format!("keel-cosched-{}-", sys::getuid()))
             .and_then(|rest| rest.split('-').next())
@@ -139,21 +226,61 @@ fn kill_manager_while_suspended(suspend: &str, pdeathsig: bool) {
 }
 
 #[test]
-fn sigkill_with_signals_leaves_no_stopped_process() {
-    kill_manager_while_suspended("signals", true);
+fn sigkill_resume_with_signals_leaves_every_job_running() {
+    kill_manager_while_suspended(
+        "sigkill_resume_with_signals_leaves_every_job_running",
+        "signals",
+        OnExit::Resume,
+        true,
+    );
 }
 
 #[test]
-fn sigkill_with_signals_and_guardians_only() {
-    kill_manager_while_suspended("signals", false);
+fn sigkill_resume_with_the_freezer_leaves_every_job_running() {
+    kill_manager_while_suspended(
+        "sigkill_resume_with_the_freezer_leaves_every_job_running",
+        "freezer",
+        OnExit::Resume,
+        true,
+    );
 }
 
 #[test]
-fn sigkill_with_the_freezer_leaves_no_frozen_process() {
-    kill_manager_while_suspended("freezer", true);
+fn sigkill_kill_with_signals_leaves_no_process() {
+    kill_manager_while_suspended(
+        "sigkill_kill_with_signals_leaves_no_process",
+        "signals",
+        OnExit::Kill,
+        true,
+    );
 }
 
 #[test]
-fn sigkill_with_the_freezer_and_guardians_only() {
-    kill_manager_while_suspended("freezer", false);
+fn sigkill_kill_with_signals_and_guardians_only() {
+    kill_manager_while_suspended(
+        "sigkill_kill_with_signals_and_guardians_only",
+        "signals",
+        OnExit::Kill,
+        false,
+    );
+}
+
+#[test]
+fn sigkill_kill_with_the_freezer_leaves_no_process() {
+    kill_manager_while_suspended(
+        "sigkill_kill_with_the_freezer_leaves_no_process",
+        "freezer",
+        OnExit::Kill,
+        true,
+    );
+}
+
+#[test]
+fn sigkill_kill_with_the_freezer_and_guardians_only() {
+    kill_manager_while_suspended(
+        "sigkill_kill_with_the_freezer_and_guardians_only",
+        "freezer",
+        OnExit::Kill,
+        false,
+    );
 }

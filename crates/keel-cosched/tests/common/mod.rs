@@ -114,3 +114,91 @@ pub fn can_run(test: &str, what: &str, have: bool) -> bool {
 pub fn can_run_as_root(test: &str) -> bool {
     can_run(test, "root", sys::geteuid() == 0)
 }
+
+/// The fields of `/proc/<pid>/stat` after the command name: state, ppid,
+/// pgrp, ...; `None` when the process does not exist.
+fn stat_fields(pid: Pid) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Every live process id, from `/proc`.
+fn all_pids() -> Vec<Pid> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_string_lossy().parse::<Pid>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: Pid) -> Vec<Pid> {
+    all_pids()
+        .into_iter()
+        .filter(|&p| {
+            stat_fields(p).and_then(|f| f.get(1).and_then(|x| x.parse::<Pid>().ok())) == Some(pid)
+        })
+        .collect()
+}
+
+/// The processes of process group `pgid`.
+pub fn group_members(pgid: Pid) -> Vec<Pid> {
+    all_pids()
+        .into_iter()
+        .filter(|&p| {
+            stat_fields(p).and_then(|f| f.get(2).and_then(|x| x.parse::<Pid>().ok())) == Some(pgid)
+        })
+        .collect()
+}
+
+/// A job line whose command is a shell wrapper that forks the real
+/// program (the BSP job, `args`) and waits for it: the job's process is
+/// the shell, the work happens in its child.
+pub fn wrapped_bsp(name: &str, ranks: usize, args: &str) -> String {
+    let bsp = bsp_binary();
+    format!(
+        "{name} {ranks} -- /bin/sh -c '{} {args} & wait $!'",
+        bsp.to_string_lossy()
+    )
+}
+
+/// Whether the cgroup v2 freezer is usable here (for [`can_run`]).
+pub fn have_freezer() -> bool {
+    keel_cosched::suspend::Suspender::new(keel_cosched::SuspendChoice::Freezer).is_ok()
+}
+
+/// Copies of this crate's binaries that another user can run.
+pub struct SharedBinaries {
+    /// The manager, `keel-cosched`.
+    pub manager: std::path::PathBuf,
+    /// The BSP job, `keel-bsp-job` (beside the manager, where the manager
+    /// looks by default; pass it as `--bsp` too).
+    pub bsp: std::path::PathBuf,
+}
+
+/// Copies the manager and BSP job binaries into `dir`, which it makes
+/// 0755, with mode 0755: `target/` may lie under a directory other users
+/// cannot enter (root's 0700 home), and a test that runs them as nobody
+/// must not depend on where the checkout is.
+pub fn binaries_for_other_users(dir: &std::path::Path) -> SharedBinaries {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", p.display()))
+    };
+    mode(dir);
+    let copy = |from: &std::path::Path, name: &str| {
+        let to = dir.join(name);
+        std::fs::copy(from, &to)
+            .unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", from.display(), to.display()));
+        mode(&to);
+        to
+    };
+    SharedBinaries {
+        manager: copy(std::path::Path::new(manager_binary()), "keel-cosched"),
+        bsp: copy(std::path::Path::new(&bsp_binary()), "keel-bsp-job"),
+    }
+}
