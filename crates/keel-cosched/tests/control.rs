@@ -2,25 +2,32 @@
 //! a job may control it. The test runs as root; the other user is nobody
 //! (65534), whose requests are made by a child process that drops to that
 //! uid before it connects (`Command::uid`: fork, setuid, exec, connect).
+//! What nobody runs (the client, the BSP job) is copied into the test's
+//! 0755 directory first, since the checkout may be where nobody cannot
+//! go; the test needs root and says whether it ran (`common::can_run`).
 
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{gone, long_bsp, manager_binary, suspended, wait_until, KillOnDrop};
+use common::{
+    binaries_for_other_users, can_run_as_root, gone, long_bsp, suspended, wait_until, KillOnDrop,
+};
 use keel_cosched::sys::{self, Pid};
 
 const NOBODY: u32 = 65534;
 
-/// One request through the manager binary's client, as `uid`.
-fn ctl(socket: &Path, uid: u32, request: &str) -> (Output, String) {
-    let mut cmd = Command::new(manager_binary());
-    cmd.arg("ctl").arg(socket).args(request.split_whitespace());
+/// One request through the manager binary's client (`manager`), as `uid`.
+fn ctl_as(manager: &Path, socket: &Path, uid: u32, request: &str) -> (Output, String) {
+    let mut cmd = Command::new(manager);
+    cmd.arg("ctl")
+        .arg(socket)
+        .args(request.split_whitespace())
+        .current_dir("/");
     if uid != sys::getuid() {
         cmd.uid(uid).gid(uid);
     }
@@ -40,12 +47,12 @@ fn pids_of(status: &str) -> Vec<Pid> {
 
 #[test]
 fn only_the_submitting_user_controls_a_job() {
-    if sys::geteuid() != 0 {
-        eprintln!("skipped: needs root to act as another user");
+    if !can_run_as_root("only_the_submitting_user_controls_a_job") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bins = binaries_for_other_users(dir.path());
+    let ctl = |socket: &Path, uid: u32, request: &str| ctl_as(&bins.manager, socket, uid, request);
     let socket = dir.path().join("ctl.sock");
     let jobs = dir.path().join("jobs.txt");
     // Two 1-rank jobs sharing PE 0 under GS: one is always suspended.
@@ -59,9 +66,12 @@ fn only_the_submitting_user_controls_a_job() {
     )
     .unwrap();
     let mut guard = KillOnDrop::default();
-    let mut manager = Command::new(manager_binary())
+    let mut manager = Command::new(&bins.manager)
+        .current_dir(dir.path())
+        .arg("run")
+        .arg("--bsp")
+        .arg(&bins.bsp)
         .args([
-            "run",
             "--policy",
             "gs:t-slice=0.05",
             "--serve",

@@ -1,6 +1,9 @@
 //! A manager without privileges still schedules, and says what it could
 //! not do: no cgroup of its own (signals instead of the freezer), no
 //! `SCHED_FIFO`, and no priority raise for F processes (CAP_SYS_NICE).
+//! The test runs the manager as nobody, from copies in its own 0755
+//! directory (the checkout may be where nobody cannot go); it needs root
+//! and two CPUs and says whether it ran (`common::can_run`).
 
 mod common;
 
@@ -8,17 +11,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use common::manager_binary;
+use common::{binaries_for_other_users, can_run, can_run_as_root};
 use keel_cosched::sys;
 
 #[test]
 fn an_unprivileged_manager_reports_the_refused_boost() {
-    if sys::geteuid() != 0 || sys::allowed_cpus().unwrap().len() < 2 {
-        eprintln!("skipped: needs root (to become nobody) and two CPUs");
+    let test = "an_unprivileged_manager_reports_the_refused_boost";
+    let cpus = sys::allowed_cpus().map_or(0, |c| c.len());
+    if !can_run_as_root(test) || !can_run(test, "two CPUs", cpus >= 2) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bins = binaries_for_other_users(dir.path());
     let jobs = dir.path().join("jobs.txt");
     // The imbalanced pair: FCS makes one rank of each job F and boosts it
     // in its slot, which nobody may not do.
@@ -29,8 +33,12 @@ fn an_unprivileged_manager_reports_the_refused_boost() {
     )
     .unwrap();
     std::fs::set_permissions(&jobs, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(manager_binary())
-        .args(["run", "--policy", "fcs:cslots-min=3", "--json"])
+    let out = Command::new(&bins.manager)
+        .current_dir(dir.path())
+        .arg("run")
+        .arg("--bsp")
+        .arg(&bins.bsp)
+        .args(["--policy", "fcs:cslots-min=3", "--json"])
         .arg(&jobs)
         .uid(65534)
         .gid(65534)
