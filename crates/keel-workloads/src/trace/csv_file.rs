@@ -11,19 +11,18 @@ use crate::error::TraceError;
 const TASK_COLUMNS: [&str; 3] = ["load", "migratable", "current_pu"];
 const PU_COLUMNS: [&str; 3] = ["background", "speed", "available"];
 
-/// A CSV table: its rows, the line each starts on, and where each known
-/// column sits.
-struct Table {
-    name: String,
-    rows: Vec<(u64, StringRecord)>,
+/// An open CSV table: its header, where each known column sits, and a
+/// reader positioned at the first row.
+struct Table<'a> {
+    name: &'a str,
+    bytes: &'a [u8],
+    reader: csv::Reader<&'a [u8]>,
     columns: Vec<Option<usize>>,
     header: Vec<String>,
-    /// Bytes examined to number the rows' lines.
-    line_bytes_scanned: usize,
 }
 
-impl Table {
-    fn read(name: &str, bytes: &[u8], valid: &[&'static str]) -> Result<Table, TraceError> {
+impl<'a> Table<'a> {
+    fn open(name: &'a str, bytes: &'a [u8], valid: &[&'static str]) -> Result<Self, TraceError> {
         let mut reader = ReaderBuilder::new()
             .trim(Trim::All)
             .comment(Some(b'#'))
@@ -59,48 +58,90 @@ impl Table {
             .iter()
             .map(|v| header.iter().position(|h| h == v))
             .collect();
-        let mut rows = Vec::new();
-        // Records come in file order, so one cursor counts every newline
-        // once: reading stays linear in the file's size.
-        let mut lines = LineCursor::new(bytes);
-        for record in reader.records() {
-            let record = record.map_err(|e| csv_error(name, bytes, e))?;
-            let line = record.position().map_or(0, |p| lines.line_of(p.byte()));
-            rows.push((line, record));
-        }
         Ok(Table {
-            name: name.to_string(),
-            rows,
+            name,
+            bytes,
+            reader,
             columns,
             header,
-            line_bytes_scanned: lines.scanned,
         })
     }
 
-    /// Parses column `valid[index]` of every row, if the header has it.
-    fn column<T>(
-        &self,
-        index: usize,
+    /// Calls `row` on every record, in file order, with the line it starts
+    /// on; one record buffer serves every row. Returns the number of rows
+    /// and the bytes examined to number their lines.
+    fn rows(
+        &mut self,
+        mut row: impl FnMut(u64, &StringRecord) -> Result<(), TraceError>,
+    ) -> Result<(usize, usize), TraceError> {
+        // Records come in file order, so one cursor counts every newline
+        // once: reading stays linear in the file's size.
+        let mut lines = LineCursor::new(self.bytes);
+        let mut record = StringRecord::new();
+        let mut count = 0;
+        loop {
+            match self.reader.read_record(&mut record) {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => return Err(csv_error(self.name, self.bytes, e)),
+            }
+            let line = record.position().map_or(0, |p| lines.line_of(p.byte()));
+            row(line, &record)?;
+            count += 1;
+        }
+        Ok((count, lines.scanned))
+    }
+}
+
+/// One cell of a row, parsed; a typed error naming the line and column.
+fn cell<T>(
+    name: &str,
+    (line, record): (u64, &StringRecord),
+    col: usize,
+    field: &'static str,
+    parse: &impl Fn(&str) -> Option<T>,
+    expected: &'static str,
+) -> Result<T, TraceError> {
+    let text = record.get(col).unwrap_or("");
+    parse(text).ok_or_else(|| TraceError::BadValue {
+        at: format!("{name}:{line}, column {}", col + 1),
+        field: field.to_string(),
+        value: text.to_string(),
+        expected,
+    })
+}
+
+/// A column being filled: where it sits and its values so far.
+struct Column<T> {
+    col: usize,
+    values: Vec<T>,
+}
+
+impl<T> Column<T> {
+    fn new(col: Option<usize>) -> Option<Self> {
+        col.map(|col| Column {
+            col,
+            values: Vec::new(),
+        })
+    }
+
+    fn push(
+        column: &mut Option<Self>,
+        name: &str,
+        row: (u64, &StringRecord),
         field: &'static str,
-        parse: impl Fn(&str) -> Option<T>,
+        parse: &impl Fn(&str) -> Option<T>,
         expected: &'static str,
-    ) -> Result<Option<Vec<T>>, TraceError> {
-        let Some(col) = self.columns[index] else {
-            return Ok(None);
-        };
-        self.rows
-            .iter()
-            .map(|(line, record)| {
-                let text = record.get(col).unwrap_or("");
-                parse(text).ok_or_else(|| TraceError::BadValue {
-                    at: format!("{}:{line}, column {}", self.name, col + 1),
-                    field: field.to_string(),
-                    value: text.to_string(),
-                    expected,
-                })
-            })
-            .collect::<Result<Vec<T>, _>>()
-            .map(Some)
+    ) -> Result<(), TraceError> {
+        if let Some(c) = column {
+            c.values
+                .push(cell(name, row, c.col, field, parse, expected)?);
+        }
+        Ok(())
+    }
+
+    fn values(column: Option<Self>) -> Option<Vec<T>> {
+        column.map(|c| c.values)
     }
 }
 
@@ -184,45 +225,97 @@ fn csv_error(name: &str, bytes: &[u8], error: csv::Error) -> TraceError {
     TraceError::Syntax { at, message }
 }
 
-/// Parses a CSV task table.
+/// Parses a CSV task table; values are checked row by row, so the first
+/// bad cell in file order is the one reported.
 pub(super) fn parse_tasks(name: &str, bytes: &[u8]) -> Result<TaskFields, TraceError> {
-    let table = Table::read(name, bytes, &TASK_COLUMNS)?;
-    let loads = table
-        .column(0, "load", number(valid_load), LOAD_EXPECTED)?
-        .ok_or_else(|| TraceError::MissingColumn {
+    parse_tasks_counted(name, bytes).map(|(fields, _)| fields)
+}
+
+/// [`parse_tasks`], also returning the bytes examined to number the lines.
+fn parse_tasks_counted(name: &str, bytes: &[u8]) -> Result<(TaskFields, usize), TraceError> {
+    let mut table = Table::open(name, bytes, &TASK_COLUMNS)?;
+    let Some(load_col) = table.columns[0] else {
+        return Err(TraceError::MissingColumn {
             path: name.to_string(),
             column: "load",
-            found: table.header.clone(),
-        })?;
-    Ok(TaskFields {
-        loads,
-        migratable: table.column(1, "migratable", parse_bool, BOOL_EXPECTED)?,
-        current: table.column(2, "current_pu", parse_pu, PU_EXPECTED)?,
-        lines: Some(table.rows.iter().map(|(line, _)| *line).collect()),
-    })
+            found: table.header,
+        });
+    };
+    let mut loads = Column::new(Some(load_col));
+    let mut migratable = Column::new(table.columns[1]);
+    let mut current = Column::new(table.columns[2]);
+    let mut lines = Vec::new();
+    let load = number(valid_load);
+    let (_, scanned) = table.rows(|line, record| {
+        let row = (line, record);
+        Column::push(&mut loads, name, row, "load", &load, LOAD_EXPECTED)?;
+        Column::push(
+            &mut migratable,
+            name,
+            row,
+            "migratable",
+            &parse_bool,
+            BOOL_EXPECTED,
+        )?;
+        Column::push(
+            &mut current,
+            name,
+            row,
+            "current_pu",
+            &parse_pu,
+            PU_EXPECTED,
+        )?;
+        lines.push(line);
+        Ok(())
+    })?;
+    let fields = TaskFields {
+        loads: Column::values(loads).unwrap_or_default(),
+        migratable: Column::values(migratable),
+        current: Column::values(current),
+        lines: Some(lines),
+    };
+    Ok((fields, scanned))
 }
 
 /// Parses a CSV PU table; each row is a PU.
 pub(super) fn parse_pus(name: &str, bytes: &[u8]) -> Result<PuFields, TraceError> {
-    let table = Table::read(name, bytes, &PU_COLUMNS)?;
+    let mut table = Table::open(name, bytes, &PU_COLUMNS)?;
+    let mut background = Column::new(table.columns[0]);
+    let mut speed = Column::new(table.columns[1]);
+    let mut available = Column::new(table.columns[2]);
+    let (load, fast) = (number(valid_load), number(valid_speed));
+    let (rows, _) = table.rows(|line, record| {
+        let row = (line, record);
+        Column::push(
+            &mut background,
+            name,
+            row,
+            "background",
+            &load,
+            LOAD_EXPECTED,
+        )?;
+        Column::push(&mut speed, name, row, "speed", &fast, SPEED_EXPECTED)?;
+        Column::push(
+            &mut available,
+            name,
+            row,
+            "available",
+            &parse_bool,
+            BOOL_EXPECTED,
+        )
+    })?;
     let sourced = |values| Sourced {
         values,
         source: name.to_string(),
     };
     Ok(PuFields {
-        background: table
-            .column(0, "background", number(valid_load), LOAD_EXPECTED)?
-            .map(sourced),
-        speed: table
-            .column(1, "speed", number(valid_speed), SPEED_EXPECTED)?
-            .map(sourced),
-        available: table
-            .column(2, "available", parse_bool, BOOL_EXPECTED)?
-            .map(|values| Sourced {
-                values,
-                source: name.to_string(),
-            }),
-        counts: vec![(format!("the rows of {name}"), table.rows.len())],
+        background: Column::values(background).map(sourced),
+        speed: Column::values(speed).map(sourced),
+        available: Column::values(available).map(|values| Sourced {
+            values,
+            source: name.to_string(),
+        }),
+        counts: vec![(format!("the rows of {name}"), rows)],
     })
 }
 
@@ -243,19 +336,22 @@ mod tests {
             }
             text.push_str(&format!("{}.5,{}\r\n", i % 13, i % 4));
         }
-        let table = Table::read("t.csv", text.as_bytes(), &TASK_COLUMNS).unwrap();
-        assert_eq!(table.rows.len(), rows);
+        let (fields, scanned) = parse_tasks_counted("t.csv", text.as_bytes()).unwrap();
+        let lines = fields.lines.unwrap();
+        assert_eq!(lines.len(), rows);
         assert!(
-            table.line_bytes_scanned <= text.len(),
-            "{} bytes examined for a file of {}",
-            table.line_bytes_scanned,
+            scanned <= text.len(),
+            "{scanned} bytes examined for a file of {}",
             text.len()
         );
         // The last row's line, counted independently.
         let last_line = text.lines().count() as u64;
-        assert_eq!(table.rows.last().unwrap().0, last_line);
-        let first = table.rows.first().unwrap().0;
-        assert_eq!(first, 5, "header on line 2, then a comment and a blank line");
+        assert_eq!(*lines.last().unwrap(), last_line);
+        let first = lines[0];
+        assert_eq!(
+            first, 5,
+            "header on line 2, then a comment and a blank line"
+        );
     }
 
     #[test]
