@@ -57,7 +57,7 @@ pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Why a job line was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum JobLineError {
-    /// A field is over one of this module's limits (or the machine's).
+    /// A field is over one of this module's limits.
     #[error("{field} is {found}, over the limit of {limit}")]
     OverLimit {
         /// What is too large, with the job's name when known.
@@ -66,6 +66,16 @@ pub enum JobLineError {
         found: String,
         /// The limit, with its unit and the constant that sets it.
         limit: String,
+    },
+    /// The job has more ranks than the machine has PEs.
+    #[error("job `{job}` needs {ranks} PEs but this machine has only {pes} (one rank per PE)")]
+    TooWide {
+        /// The job's name.
+        job: String,
+        /// Its ranks.
+        ranks: usize,
+        /// The machine's PEs.
+        pes: usize,
     },
     /// The line is malformed; the message says what is expected.
     #[error("{0}")]
@@ -307,11 +317,11 @@ impl JobSpec {
     pub fn check_fits(&self, pes: usize) -> Result<(), JobLineError> {
         let name = &self.name;
         if self.ranks > pes {
-            return Err(over(
-                format!("job `{name}`: ranks"),
-                self.ranks,
-                format!("this machine's {pes} PEs (one rank per PE)"),
-            ));
+            return Err(JobLineError::TooWide {
+                job: name.clone(),
+                ranks: self.ranks,
+                pes,
+            });
         }
         if let Some(pe) = self.pes.iter().flatten().find(|&&p| p >= pes) {
             return Err(format!(
@@ -658,7 +668,11 @@ mod tests {
         let job = JobSpec::new("a", 2, vec!["true".into()]);
         assert_eq!(job.check_fits(2), Ok(()));
         let e = job.check_fits(1).unwrap_err();
-        assert!(e.to_string().contains("this machine's 1 PEs"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("needs 2 PEs but this machine has only 1"),
+            "{e}"
+        );
         let e = job.clone().on_pes(vec![0, 2]).check_fits(2).unwrap_err();
         assert!(e.to_string().contains("PE 2 does not exist"), "{e}");
     }
