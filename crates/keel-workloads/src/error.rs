@@ -188,6 +188,19 @@ pub enum TraceError {
         counts: Vec<(String, usize)>,
     },
 
+    /// A source states more PUs than a trace may have, so that a typo such
+    /// as `--pus 18446744073709551615` is an error rather than an
+    /// allocation failure.
+    #[error("{who} says {count} PUs, but a trace may have at most {limit} (MAX_PUS)")]
+    TooManyPus {
+        /// The source (`num_pus in t.json`, `the PU count given (--pus)`).
+        who: String,
+        /// The count it states.
+        count: usize,
+        /// The limit, [`crate::generate::MAX_PUS`].
+        limit: usize,
+    },
+
     /// The same per-PU field is given by two sources.
     #[error("{field} is given twice: by {first} and by {second}")]
     DuplicateField {

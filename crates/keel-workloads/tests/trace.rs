@@ -352,3 +352,63 @@ fn placement_errors_point_at_the_task_line() {
     let err = json(r#"{"task_loads": [1], "current_mapping": [3], "num_pus": 2}"#).unwrap_err();
     assert!(err.to_string().starts_with("t.json: task 0"), "{err}");
 }
+
+#[test]
+fn huge_pu_counts_are_refused_before_anything_is_allocated() {
+    for pus in [
+        usize::MAX,
+        1_000_000_000,
+        keel_workloads::trace::MAX_PUS + 1,
+    ] {
+        let err = csv("load\n1\n", Some(pus)).unwrap_err();
+        assert!(
+            matches!(err, TraceError::TooManyPus { count, limit, .. }
+                if count == pus && limit == keel_workloads::trace::MAX_PUS),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the PU count given (--pus) says {pus} PUs, but a trace may have at most 1000000 (MAX_PUS)"
+            )
+        );
+        let err = json(&format!(r#"{{"task_loads": [1], "num_pus": {pus}}}"#)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("num_pus in t.json says {pus} PUs")),
+            "{err}"
+        );
+    }
+    let p = csv("load\n1\n", Some(keel_workloads::trace::MAX_PUS)).unwrap();
+    assert_eq!(p.npus(), keel_workloads::trace::MAX_PUS);
+}
+
+#[test]
+fn the_unplaced_marker_is_refused_as_a_pu_index_in_json_as_in_csv() {
+    let max = usize::MAX;
+    let err = json(&format!(
+        r#"{{"task_loads": [1, 2], "current_mapping": [0, {max}], "num_pus": 1}}"#
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "t.json: `current_mapping[1]` = `{max}` is invalid: expected a PU index (an integer >= 0), or null for an unplaced task"
+        )
+    );
+    let err = csv(&format!("load,current_pu\n1,0\n2,{max}\n"), Some(1)).unwrap_err();
+    assert!(matches!(err, TraceError::BadValue { .. }), "{err}");
+    assert!(err.to_string().starts_with("t.csv:3, column 2"), "{err}");
+    // `null` and an empty cell still mean unplaced.
+    let p = json(r#"{"task_loads": [1, 2], "current_mapping": [0, null], "num_pus": 1}"#).unwrap();
+    assert_eq!(p.current, Some(vec![0, NO_PU]));
+}
+
+#[test]
+fn huge_bad_loads_are_quoted_compactly() {
+    let err = json(r#"{"task_loads": [1, -1e300], "num_pus": 1}"#).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "t.json: `task_loads[1]` = `-1e300` is invalid: expected a finite number >= 0"
+    );
+}

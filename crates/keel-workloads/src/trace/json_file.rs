@@ -4,7 +4,8 @@ use keel_policy::NO_PU;
 use serde::Deserialize;
 
 use super::{
-    valid_load, valid_speed, PuFields, Sourced, TaskFields, LOAD_EXPECTED, SPEED_EXPECTED,
+    valid_load, valid_speed, PuFields, Sourced, TaskFields, JSON_PU_EXPECTED, LOAD_EXPECTED,
+    SPEED_EXPECTED,
 };
 use crate::error::TraceError;
 
@@ -59,6 +60,16 @@ pub(super) fn parse(name: &str, bytes: &[u8]) -> Result<(TaskFields, PuFields), 
     }
     if let Some(c) = &trace.current_mapping {
         per_task("current_mapping", c.len())?;
+        // `null` is how JSON says "unplaced"; the number that the library
+        // uses for it internally is refused, as the CSV reader refuses it.
+        if let Some(i) = c.iter().position(|&p| p == Some(NO_PU)) {
+            return Err(TraceError::BadValue {
+                at: name.to_string(),
+                field: format!("current_mapping[{i}]"),
+                value: NO_PU.to_string(),
+                expected: JSON_PU_EXPECTED,
+            });
+        }
     }
 
     let mut pus = PuFields::default();
@@ -110,7 +121,7 @@ fn check(
         Some(i) => Err(TraceError::BadValue {
             at: name.to_string(),
             field: format!("{field}[{i}]"),
-            value: values[i].to_string(),
+            value: keel_policy::error::compact(values[i]),
             expected,
         }),
     }

@@ -21,7 +21,7 @@
 //!
 //! The number of PUs comes from whatever states it — `num_pus`, the length
 //! of a per-PU array, the rows of the PU file, or the caller (`--pus`) — and
-//! every source that states it must agree. Loads are in any unit, the same
+//! every source that states it must agree, and be at most [`MAX_PUS`]. Loads are in any unit, the same
 //! for tasks and PU background. A trace is a measurement, so its loads are
 //! registered as [`keel_policy::Model::Dynamic`].
 //!
@@ -37,6 +37,10 @@ use keel_policy::{Model, PolicyError, NO_PU};
 
 use crate::error::TraceError;
 use crate::MappingProblem;
+
+/// The most PUs a trace may have (the generators' limit): the PU arrays are
+/// allocated from the count before anything else is read into them.
+pub use crate::generate::MAX_PUS;
 
 /// The syntax of a task file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +198,13 @@ fn assemble(name: &str, tasks: TaskFields, pus: PuFields) -> Result<MappingProbl
             path: name.to_string(),
         });
     }
+    if let Some((who, count)) = pus.counts.iter().find(|&&(_, n)| n > MAX_PUS) {
+        return Err(TraceError::TooManyPus {
+            who: who.clone(),
+            count: *count,
+            limit: MAX_PUS,
+        });
+    }
     let npus = match pus.counts.first() {
         None => {
             return Err(TraceError::UnknownPuCount {
@@ -243,6 +254,7 @@ const LOAD_EXPECTED: &str = "a finite number >= 0";
 const SPEED_EXPECTED: &str = "a finite number > 0";
 const BOOL_EXPECTED: &str = "true, false, 1 or 0";
 const PU_EXPECTED: &str = "a PU index (an integer >= 0), or empty for an unplaced task";
+const JSON_PU_EXPECTED: &str = "a PU index (an integer >= 0), or null for an unplaced task";
 
 /// `true`/`false`/`1`/`0`, any case.
 fn parse_bool(text: &str) -> Option<bool> {
@@ -253,7 +265,9 @@ fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
-/// A placement entry: a PU index, or [`NO_PU`] for an empty cell.
+/// A placement entry: a PU index, or [`NO_PU`] for an empty cell. The
+/// index [`NO_PU`] itself is refused: written out it would silently mean
+/// "unplaced" (JSON refuses it too).
 fn parse_pu(text: &str) -> Option<usize> {
     if text.is_empty() {
         Some(NO_PU)
