@@ -235,9 +235,10 @@ fn run_cases(
         if let Err(e) = record_current(current, case, &input) {
             break Err(e);
         }
-        shared
-            .started
-            .store(shared.t0.elapsed().as_nanos().max(1) as u64, Ordering::Release);
+        shared.started.store(
+            shared.t0.elapsed().as_nanos().max(1) as u64,
+            Ordering::Release,
+        );
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| (target.run)(&input)));
         shared.started.store(0, Ordering::Release);
         done += 1;
@@ -327,6 +328,7 @@ pub fn supervise(exe: &Path, target: &Target, plan: &Plan) -> std::io::Result<Su
             .args(["--first", &next.to_string()])
             .arg("--out")
             .arg(&plan.out)
+            .env("RUST_BACKTRACE", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(n) = left_cases {
@@ -378,13 +380,11 @@ pub fn supervise(exe: &Path, target: &Target, plan: &Plan) -> std::io::Result<Su
         let current = plan.out.join(format!("current-{}.bin", target.name));
         let (case, input) = read_current(&current).unwrap_or((next, Vec::new()));
         let file = save(&plan.out, target.name, case, &input)?;
-        let last_words: Vec<&str> = stderr.lines().rev().take(4).collect();
-        let last_words: Vec<&str> = last_words.into_iter().rev().collect();
         summary.failures.push(Failure {
             target: target.name.to_string(),
             case,
             kind: Kind::Crash,
-            message: format!("worker {status}: {}", last_words.join(" | ")),
+            message: format!("worker {status}: {}", last_words(&stderr)),
             input,
             file,
         });
@@ -401,11 +401,15 @@ pub fn supervise(exe: &Path, target: &Target, plan: &Plan) -> std::io::Result<Su
 pub fn check_in_child(exe: &Path, target: &str, input: &[u8]) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("keel-fuzz-one-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let file = dir.join(format!("{target}-{:016x}.bin", crate::case_seed(0, target, input.len() as u64) ^ hash(input)));
+    let file = dir.join(format!(
+        "{target}-{:016x}.bin",
+        crate::case_seed(0, target, input.len() as u64) ^ hash(input)
+    ));
     std::fs::write(&file, input).map_err(|e| e.to_string())?;
     let output = Command::new(exe)
         .args(["one", "--target", target])
         .arg(&file)
+        .env("RUST_BACKTRACE", "0")
         .output()
         .map_err(|e| e.to_string());
     let _ = std::fs::remove_file(&file);
@@ -423,10 +427,31 @@ pub fn check_in_child(exe: &Path, target: &str, input: &[u8]) -> Result<(), Stri
     }
 }
 
+/// What a dead worker said about its death: the runtime's lines on a
+/// stack overflow, a failed allocation or a panic, else its last lines.
+fn last_words(stderr: &str) -> String {
+    const MARKS: [&str; 4] = [
+        "overflowed its stack",
+        "memory allocation",
+        "panicked",
+        "fatal",
+    ];
+    let marked: Vec<&str> = stderr
+        .lines()
+        .filter(|l| MARKS.iter().any(|m| l.contains(m)))
+        .take(3)
+        .collect();
+    if !marked.is_empty() {
+        return marked.join(" | ");
+    }
+    let last: Vec<&str> = stderr.lines().rev().take(4).collect();
+    last.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
 fn hash(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Runs one input through `target` in this process on a [`CASE_STACK`]

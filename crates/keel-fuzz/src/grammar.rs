@@ -167,7 +167,10 @@ fn render_spec(name: String, params: Vec<(String, String)>, sep: &str) -> String
     if params.is_empty() {
         return name;
     }
-    let params: Vec<String> = params.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let params: Vec<String> = params
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     format!("{name}:{}", params.join(sep))
 }
 
@@ -347,8 +350,8 @@ const SWF_HEADER_KEYS: &[&str] = &[
 /// The `swf` grammar: header comments, then job lines of 16 to 19 fields
 /// (mostly -1 and small numbers, now and then an extreme one).
 pub fn swf() -> Grammar {
-    let header = (prop::sample::select(SWF_HEADER_KEYS), number())
-        .prop_map(|(k, v)| format!("; {k}: {v}"));
+    let header =
+        (prop::sample::select(SWF_HEADER_KEYS), number()).prop_map(|(k, v)| format!("; {k}: {v}"));
     let field = prop_oneof![4 => Just("-1".to_string()), 4 => (0u64..200).prop_map(|n| n.to_string()), 2 => number()];
     let job = prop::collection::vec(field, 16..20).prop_map(|f| f.join(" "));
     let line = prop_oneof![8 => job, 1 => Just("; comment".to_string()), 1 => Just(String::new())];
@@ -382,8 +385,11 @@ fn command_arg() -> BoxedStrategy<String> {
 pub fn job_line() -> BoxedStrategy<String> {
     let job_name = prop_oneof![6 => "[a-z][a-z0-9._-]{0,8}", 1 => word()];
     let pes = prop::option::of(
-        prop::collection::vec(prop_oneof![3 => (0u64..8).prop_map(|n| n.to_string()), 1 => number()], 0..5)
-            .prop_map(|p| format!("pes={}", p.join(","))),
+        prop::collection::vec(
+            prop_oneof![3 => (0u64..8).prop_map(|n| n.to_string()), 1 => number()],
+            0..5,
+        )
+        .prop_map(|p| format!("pes={}", p.join(","))),
     );
     let arrival = prop::option::of(number().prop_map(|a| format!("arrival={a}")));
     let other = prop::option::of((key(), number()).prop_map(|(k, v)| format!("{k}={v}")));
@@ -413,7 +419,9 @@ pub fn job_line() -> BoxedStrategy<String> {
 /// noise).
 pub fn control() -> Grammar {
     let verb = prop::sample::select(
-        &["list", "status", "kill", "submit", "shutdown", "LIST", "", "submit\t"][..],
+        &[
+            "list", "status", "kill", "submit", "shutdown", "LIST", "", "submit\t",
+        ][..],
     );
     let rest = prop_oneof![
         2 => number(),
@@ -446,7 +454,11 @@ mod tests {
         let g = policy_spec();
         assert_eq!(g.generate(5), g.generate(5));
         let distinct: std::collections::HashSet<Vec<u8>> = (0..50).map(|s| g.generate(s)).collect();
-        assert!(distinct.len() > 25, "only {} distinct specs", distinct.len());
+        assert!(
+            distinct.len() > 25,
+            "only {} distinct specs",
+            distinct.len()
+        );
     }
 
     #[test]

@@ -133,7 +133,10 @@ mod tests {
             assert!(a.len() <= MAX_INPUT);
             changed += usize::from(!seeds.contains(&a));
         }
-        assert!(changed > 150, "only {changed} of 200 mutants differ from their seed");
+        assert!(
+            changed > 150,
+            "only {changed} of 200 mutants differ from their seed"
+        );
     }
 
     #[test]
@@ -142,7 +145,10 @@ mod tests {
         let mut data = b"chunks=12.5e3,x".to_vec();
         replace_number(&mut rng, &mut data);
         let text = String::from_utf8(data).unwrap();
-        assert!(text.starts_with("chunks=") && text.ends_with(",x"), "{text}");
+        assert!(
+            text.starts_with("chunks=") && text.ends_with(",x"),
+            "{text}"
+        );
         assert!(!text.contains("12.5e3"), "{text}");
     }
 }

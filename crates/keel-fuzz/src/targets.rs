@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use keel_cosched::control::ControlCommand;
 use keel_cosched::job::{parse_jobs, JobSpec};
 use keel_policy::context::ContextHandler;
-use keel_policy::dls::{self, LoopShape, LoopSchedule};
+use keel_policy::dls::{self, LoopSchedule, LoopShape};
 use keel_policy::select::{self, Setting};
 use keel_policy::{cosched, expose, farm, mapping, Spec};
 use keel_workloads::swf::{arrivals, parse_swf, WideJobs};

@@ -167,14 +167,23 @@ fn run(command: &str, a: Args) -> Result<ExitCode, String> {
                 .out
                 .clone()
                 .unwrap_or_else(|| std::env::temp_dir().join(format!("keel-fuzz-{seed}")));
-            println!("keel-fuzz: seed {seed}, failing inputs under {}", out.display());
-            let per_target = a.seconds.map(|s| Duration::from_secs_f64(s / chosen.len() as f64));
+            println!(
+                "keel-fuzz: seed {seed}, failing inputs under {}",
+                out.display()
+            );
+            let per_target = a
+                .seconds
+                .map(|s| Duration::from_secs_f64(s / chosen.len() as f64));
             let mut failed = false;
             for t in chosen {
                 let plan = Plan {
                     seed,
                     first: a.first,
-                    cases: a.cases.or(if per_target.is_none() { Some(1000) } else { None }),
+                    cases: a.cases.or(if per_target.is_none() {
+                        Some(1000)
+                    } else {
+                        None
+                    }),
                     time: per_target,
                     out: out.clone(),
                 };
@@ -185,7 +194,11 @@ fn run(command: &str, a: Args) -> Result<ExitCode, String> {
                     println!("  {f}");
                 }
             }
-            Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+            Ok(if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         other => Err(format!("unknown command `{other}`")),
     }
