@@ -339,7 +339,10 @@ proptest! {
                 continue;
             }
             if case.npus() < min_pus {
-                let too_few = matches!(&result, Err(PolicyError::InvalidParameter { key, .. }) if key == "nodes");
+                let too_few = matches!(
+                    &result,
+                    Err(PolicyError::HierNodes { machine, .. }) if *machine == case.npus()
+                );
                 prop_assert!(too_few, "{}: {:?}", spec, result);
                 continue;
             }

@@ -44,6 +44,11 @@ pub use history::ExposeState;
 use crate::error::PolicyError;
 use crate::spec::Spec;
 
+/// The longest history a spec may ask for: every worker allocates a ring of
+/// this many ratios, so `history=10000000000` must be an error, not an
+/// allocation failure.
+pub const MAX_HISTORY: usize = 1 << 16;
+
 /// Length of the stolen-to-local history: the released Charm++ integration
 /// keeps a ring of 16 ratios (`windowSize`).
 pub const DEFAULT_HISTORY: usize = 16;
@@ -148,7 +153,9 @@ impl Expose {
         let d = Expose::default();
         Ok(Expose {
             scheme,
-            history: spec.count_at_least("history", 1)?.unwrap_or(d.history),
+            history: spec
+                .count_in("history", 1, MAX_HISTORY)?
+                .unwrap_or(d.history),
             initial: spec.number_at_least("initial", 0.0)?.unwrap_or(d.initial),
             late: scheme.has_idle_term()
                 && spec.choice("late", &["on", "off"])?.unwrap_or("on") == "on",
@@ -241,6 +248,17 @@ mod tests {
             Expose::parse("history:initial=-1"),
             Err(PolicyError::InvalidParameter { .. })
         ));
+        for huge in [
+            "history:history=65537",
+            "history:history=18446744073709551615",
+        ] {
+            let e = Expose::parse(huge).unwrap_err();
+            assert!(e.to_string().contains("1..=65536"), "{huge}: {e}");
+        }
+        assert_eq!(
+            Expose::parse("history:history=65536").unwrap().history,
+            MAX_HISTORY
+        );
     }
 
     #[test]
