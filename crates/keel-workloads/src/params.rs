@@ -44,7 +44,7 @@ pub(crate) fn number(
 
 /// What [`number`] accepts, in words, with every bound printed compactly.
 fn expected_range((min, open_min): (f64, bool), max: f64) -> String {
-    let lower = !(min == f64::MIN && !open_min) && min.is_finite();
+    let lower = (open_min || min != f64::MIN) && min.is_finite();
     let upper = max != f64::MAX && max.is_finite();
     let (lo, hi) = (compact(min), compact(max));
     match (lower, open_min, upper) {
