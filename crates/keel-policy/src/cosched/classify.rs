@@ -85,7 +85,7 @@ impl FcsParams {
             if !(value.is_finite() && value > 0.0) {
                 return Err(CoschedError::Parameter {
                     key,
-                    value: value.to_string(),
+                    value: crate::error::compact(value),
                     expected: POSITIVE,
                 });
             }

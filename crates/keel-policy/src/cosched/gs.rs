@@ -38,7 +38,7 @@ impl Gang {
         if !(t_slice.is_finite() && t_slice > 0.0) {
             return Err(CoschedError::Parameter {
                 key: "t-slice",
-                value: t_slice.to_string(),
+                value: crate::error::compact(t_slice),
                 expected: "a finite number of seconds > 0",
             });
         }

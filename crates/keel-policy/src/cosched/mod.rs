@@ -226,7 +226,12 @@ pub enum CoschedError {
 
     /// The thresholds are out of order: FCS needs
     /// `f-thresh <= cs-thresh <= dc-thresh` for its phase diagram (Fig. 2).
-    #[error("FCS thresholds must satisfy f-thresh <= cs-thresh <= dc-thresh; got f-thresh = {f_thresh}, cs-thresh = {cs_thresh}, dc-thresh = {dc_thresh}")]
+    #[error(
+        "FCS thresholds must satisfy f-thresh <= cs-thresh <= dc-thresh; got f-thresh = {}, cs-thresh = {}, dc-thresh = {}",
+        crate::error::compact(*f_thresh),
+        crate::error::compact(*cs_thresh),
+        crate::error::compact(*dc_thresh)
+    )]
     ThresholdOrder {
         /// F_thresh (s).
         f_thresh: f64,
@@ -237,7 +242,10 @@ pub enum CoschedError {
     },
 
     /// A communication statistic is NaN, infinite or negative.
-    #[error("communication statistic {what} is {value}: expected a finite number >= 0")]
+    #[error(
+        "communication statistic {what} is {}: expected a finite number >= 0",
+        crate::error::compact(*value)
+    )]
     Statistic {
         /// `T_cpu` or `T_comm`.
         what: &'static str,
@@ -330,9 +338,11 @@ impl From<CoschedError> for PolicyError {
                 }
             }
             CoschedError::ThresholdOrder { f_thresh, .. } => {
-                ("fcs", "f-thresh", f_thresh.to_string())
+                ("fcs", "f-thresh", crate::error::compact(*f_thresh))
             }
-            CoschedError::Statistic { what, value } => ("fcs", *what, value.to_string()),
+            CoschedError::Statistic { what, value } => {
+                ("fcs", *what, crate::error::compact(*value))
+            }
             CoschedError::EmptyJob { job }
             | CoschedError::JobTooWide { job, .. }
             | CoschedError::DuplicateJob { job }
@@ -441,7 +451,7 @@ pub(crate) fn positive_seconds(
     match spec.parsed::<f64>(key, EXPECTED)? {
         Some(v) if !(v.is_finite() && v > 0.0) => Err(CoschedError::Parameter {
             key,
-            value: v.to_string(),
+            value: crate::error::compact(v),
             expected: EXPECTED,
         }),
         other => Ok(other),

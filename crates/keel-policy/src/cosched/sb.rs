@@ -34,7 +34,7 @@ impl SpinBlocking {
         if !(spin.is_finite() && spin > 0.0) {
             return Err(CoschedError::Parameter {
                 key: "spin",
-                value: spin.to_string(),
+                value: crate::error::compact(spin),
                 expected: "a finite number of seconds > 0",
             });
         }
