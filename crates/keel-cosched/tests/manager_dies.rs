@@ -132,9 +132,14 @@ fn kill_manager_while_suspended(test: &str, suspend: &str, on_exit: OnExit, pdea
             suspended(p)
         }
     };
+    // One reading of every process per check: two readings could straddle
+    // a slot switch.
     let consistent = || {
-        let ranks = pairs.iter().filter(|&&(w, _)| stop_state(w)).count();
-        ranks == 2 && pairs.iter().all(|&(w, c)| stop_state(w) == stop_state(c))
+        let snapshot: Vec<(bool, bool)> = pairs
+            .iter()
+            .map(|&(w, c)| (stop_state(w), stop_state(c)))
+            .collect();
+        snapshot.iter().filter(|(w, _)| *w).count() == 2 && snapshot.iter().all(|(w, c)| w == c)
     };
     assert!(
         wait_until(Duration::from_secs(10), consistent),
