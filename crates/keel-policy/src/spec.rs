@@ -21,6 +21,11 @@ use crate::error::{compact, PolicyError};
 /// (`hier` inside `hier`) use a handful of levels.
 pub const MAX_SPEC_DEPTH: usize = 32;
 
+/// The most parameters one spec (one nesting level) may have. Real specs
+/// have a handful; the bound keeps the duplicate-key check, which compares
+/// each key with the earlier ones, from turning a hostile input quadratic.
+pub const MAX_SPEC_PARAMS: usize = 1024;
+
 /// The longest input a [`SpecError`]'s message quotes whole; longer inputs
 /// are quoted around the problem, so a hostile input cannot make the
 /// message arbitrarily long.
@@ -296,6 +301,12 @@ impl Parser<'_> {
         if self.eat(':') {
             loop {
                 let key_pos = self.pos;
+                if params.len() == MAX_SPEC_PARAMS {
+                    self.skip_ws();
+                    return Err(self.error(format!(
+                        "a spec takes at most {MAX_SPEC_PARAMS} parameters (MAX_SPEC_PARAMS)"
+                    )));
+                }
                 let key = self.ident("parameter name")?;
                 if params.iter().any(|(k, _)| *k == key) {
                     self.pos = key_pos;
@@ -454,6 +465,29 @@ mod tests {
         let at_limit = nested(MAX_SPEC_DEPTH);
         assert!(at_limit.parse::<Spec>().is_ok());
         assert!(nested(MAX_SPEC_DEPTH + 1).parse::<Spec>().is_err());
+    }
+
+    #[test]
+    fn the_parameter_count_is_bounded() {
+        let params = |n: usize| {
+            let keys: Vec<String> = (0..n).map(|i| format!("k{i}=1")).collect();
+            format!("a:{}", keys.join(","))
+        };
+        assert_eq!(
+            params(MAX_SPEC_PARAMS)
+                .parse::<Spec>()
+                .unwrap()
+                .params
+                .len(),
+            MAX_SPEC_PARAMS
+        );
+        let err = params(100_000).parse::<Spec>().unwrap_err();
+        assert!(
+            err.problem
+                .contains("at most 1024 parameters (MAX_SPEC_PARAMS)"),
+            "{err}"
+        );
+        assert_eq!(err.position, params(MAX_SPEC_PARAMS).len() + 1);
     }
 
     #[test]
