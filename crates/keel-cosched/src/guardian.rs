@@ -387,6 +387,126 @@ mod tests {
         assert!(!sub.exists(), "and removes the empty directory");
     }
 
+    /// `sh` in a session of its own that forks `sleep`, as a job's
+    /// wrapper would; returns the shell and the sleep's pid.
+    fn wrapper() -> (std::process::Child, Pid) {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "sleep 30 & wait $!"]);
+        // SAFETY: setsid is async-signal-safe and touches no memory.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        let pid = child.id() as Pid;
+        let t0 = Instant::now();
+        loop {
+            let kids: Vec<Pid> = std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_string_lossy().parse::<Pid>().ok())
+                .filter(|&p| {
+                    std::fs::read_to_string(format!("/proc/{p}/stat"))
+                        .ok()
+                        .and_then(|s| {
+                            let rest = s[s.rfind(')')? + 1..].to_string();
+                            rest.split_whitespace().nth(1)?.parse::<Pid>().ok()
+                        })
+                        == Some(pid)
+                })
+                .collect();
+            if let [kid] = kids[..] {
+                return (child, kid);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "sh forked sleep");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn resume_leaves_a_stopped_group_running_then_cleans_up() {
+        let (mut child, kid) = wrapper();
+        let pid = child.id() as Pid;
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("page");
+        std::fs::write(&page, b"x").unwrap();
+        sys::killpg(pid, libc::SIGSTOP).unwrap();
+        let stopped = |p: Pid| sys::proc_state(p) == Some('T');
+        let t0 = Instant::now();
+        while !(stopped(pid) && stopped(kid)) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let target = Guarded {
+            pid,
+            group_leader: true,
+            on_exit: ManagerExit::Resume,
+        };
+        drop(Guardian::spawn(target, None, &[&page], &[]).unwrap());
+        let t0 = Instant::now();
+        while (stopped(pid) || stopped(kid)) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(!stopped(pid) && !stopped(kid), "the group was resumed");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !wait_gone_for(pid, 0) && !wait_gone_for(kid, 0),
+            "and runs on"
+        );
+        assert!(page.exists(), "nothing is removed while the job runs");
+        sys::killpg(pid, libc::SIGKILL).unwrap();
+        child.wait().unwrap();
+        let t0 = Instant::now();
+        while page.exists() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(!page.exists(), "the page goes once the process has ended");
+    }
+
+    #[test]
+    fn kill_takes_the_whole_group() {
+        let (mut child, kid) = wrapper();
+        let pid = child.id() as Pid;
+        sys::killpg(pid, libc::SIGSTOP).unwrap();
+        let target = Guarded {
+            pid,
+            group_leader: true,
+            on_exit: ManagerExit::Kill,
+        };
+        drop(Guardian::spawn(target, None, &[], &[]).unwrap());
+        child.wait().unwrap();
+        assert!(
+            wait_gone_for(kid, 5000),
+            "the wrapper's child was killed too"
+        );
+    }
+
+    fn wait_gone_for(pid: Pid, ms: u64) -> bool {
+        let t0 = Instant::now();
+        loop {
+            if matches!(sys::proc_state(pid), None | Some('Z')) {
+                return true;
+            }
+            if t0.elapsed() >= Duration::from_millis(ms) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn manager_exit_parses() {
+        assert_eq!("resume".parse::<ManagerExit>(), Ok(ManagerExit::Resume));
+        assert_eq!("kill".parse::<ManagerExit>(), Ok(ManagerExit::Kill));
+        assert_eq!(ManagerExit::default(), ManagerExit::Resume);
+        assert!("stop"
+            .parse::<ManagerExit>()
+            .unwrap_err()
+            .contains("resume, kill"));
+    }
+
     #[test]
     fn a_dismissed_guardian_leaves_the_process_alone() {
         let mut child = Command::new("sleep").arg("30").spawn().unwrap();
