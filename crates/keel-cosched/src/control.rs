@@ -32,7 +32,7 @@
 //! (`job.rs`), checked against the machine before anything is allocated
 //! for them, and at most [`MAX_LIVE_JOBS`] submitted jobs may be unended.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -245,12 +245,46 @@ impl Drop for Slot {
     }
 }
 
+/// Refused (busy) connections held open at once, so that their message
+/// is not lost; the oldest is closed to make room.
+const MAX_REFUSED_HELD: usize = 64;
+/// How long a refused connection is held open at most.
+const REFUSED_LINGER: Duration = Duration::from_millis(500);
+
 /// Accepts connections and hands each to its own thread, so that a slow
 /// or silent client delays nobody else.
 fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEvent>) {
     let slots = Arc::new(Mutex::new(Slots::default()));
+    // Closing a Unix socket with unread data resets it, and the client
+    // would lose the `busy` message under the reset: refused connections
+    // stay open here, their input read away, until the client closes or
+    // REFUSED_LINGER passes.
+    let mut refused: VecDeque<(UnixStream, Instant)> = VecDeque::new();
     while !stop.load(Ordering::Relaxed) {
-        if !poll_fd(listener.as_raw_fd(), libc::POLLIN, STOP_POLL_MS) {
+        let now = Instant::now();
+        refused.retain(|(_, until)| *until > now);
+        let mut fds: Vec<libc::pollfd> = std::iter::once(listener.as_raw_fd())
+            .chain(refused.iter().map(|(s, _)| s.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let wait = refused
+            .iter()
+            .map(|(_, until)| ms_until(*until).unwrap_or(0))
+            .fold(STOP_POLL_MS, libc::c_int::min);
+        // SAFETY: `fds` is a valid array of fds.len() pollfds for the call.
+        if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) } <= 0 {
+            continue;
+        }
+        let mut i = 0;
+        refused.retain(|(s, _)| {
+            i += 1;
+            fds[i].revents == 0 || drain_now(s)
+        });
+        if fds[0].revents == 0 {
             continue;
         }
         let Ok((stream, _)) = listener.accept() else {
@@ -259,30 +293,21 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEve
         if stream.set_nonblocking(true).is_err() {
             continue;
         }
-        let peer = match sys::peer_cred(&stream) {
-            Ok(p) => p,
-            Err(e) => {
-                let reply = format!("error: cannot read your credentials: {e}\n");
-                let _ = (&stream).write(reply.as_bytes());
-                continue;
-            }
-        };
-        let slot = match Slot::take(&slots, peer.uid) {
-            Ok(s) => s,
-            Err(busy) => {
+        let taken = sys::peer_cred(&stream)
+            .map_err(|e| format!("error: cannot read your credentials: {e}"))
+            .and_then(|peer| Slot::take(&slots, peer.uid).map(|slot| (peer, slot)));
+        let (peer, slot) = match taken {
+            Ok(t) => t,
+            Err(why) => {
                 // One non-blocking write: a client that does not read
-                // loses the message, the server loses nothing. What the
-                // client already sent is read away so that closing does
-                // not reset the connection under the message.
-                let _ = (&stream).write((busy + "\n").as_bytes());
+                // loses the message, the server loses nothing.
+                let _ = (&stream).write((why + "\n").as_bytes());
                 let _ = stream.shutdown(std::net::Shutdown::Write);
-                let mut chunk = [0u8; 4096];
-                let mut left = MAX_REQUEST;
-                while left > 0 {
-                    match (&stream).read(&mut chunk) {
-                        Ok(n) if n > 0 => left = left.saturating_sub(n as u64),
-                        _ => break,
+                if drain_now(&stream) {
+                    if refused.len() >= MAX_REFUSED_HELD {
+                        refused.pop_front();
                     }
+                    refused.push_back((stream, Instant::now() + REFUSED_LINGER));
                 }
                 continue;
             }
@@ -302,6 +327,22 @@ fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEve
                 }
             });
     }
+}
+
+/// Reads away what a non-blocking stream holds now (at most
+/// [`MAX_REQUEST`] bytes); false once the client has closed or failed.
+fn drain_now(stream: &UnixStream) -> bool {
+    let mut chunk = [0u8; 4096];
+    let mut left = MAX_REQUEST;
+    while left > 0 {
+        match (&*stream).read(&mut chunk) {
+            Ok(0) => return false,
+            Ok(n) => left = left.saturating_sub(n as u64),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+        }
+    }
+    true
 }
 
 /// Waits up to `timeout_ms` for `events` on `fd`.

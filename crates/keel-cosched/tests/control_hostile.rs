@@ -93,7 +93,7 @@ fn requests_that_used_to_crash_the_daemon_are_refused_and_it_answers_on() {
         ("submit a 1 arrival=1e19 -- true", "MAX_ARRIVAL_SECS"),
         // The manager allocated one entry per rank before admission.
         ("submit x 1000000000000 -- true", "MAX_RANKS"),
-        ("submit x 4096 -- true", "PEs (one rank per PE)"),
+        ("submit x 4096 -- true", "needs 4096 PEs"),
         ("submit x 1 pes=4000 -- true", "PE 4000 does not exist"),
         (&format!("submit x 1 -- {long_arg}"), "MAX_ARG_BYTES"),
         ("submit x 1 -- 'a", "unterminated"),
@@ -176,6 +176,11 @@ fn connections_over_the_per_user_cap_are_told_busy_at_once() {
         "{reply}"
     );
     assert!(asked.elapsed() < Duration::from_secs(1));
+    // Every refusal arrives whole: none is lost under a connection reset.
+    for _ in 0..100 {
+        let reply = control::request(&d.socket, "list").expect("a reply, not a reset");
+        assert!(reply.starts_with("error: busy"), "{reply}");
+    }
     // Once they end, the user is served again.
     drop(held);
     assert!(wait_until(Duration::from_secs(5), || d.ask("list") == "ok"));
