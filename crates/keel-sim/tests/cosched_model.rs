@@ -428,7 +428,7 @@ fn runs_past_the_work_and_quantum_limits_are_refused_at_once() {
     assert!(started.elapsed().as_secs() < 5);
     // Exactly at the limit the work is accepted (checked without running).
     let at_limit = BspJob::new(4, 0.1, MAX_PROCESS_ITERATIONS / 4, Pattern::Barrier).unwrap();
-    assert!(keel_sim::cluster::check_work(&[at_limit.clone()]).is_ok());
+    assert!(keel_sim::cluster::check_work(std::slice::from_ref(&at_limit)).is_ok());
     assert!(keel_sim::cluster::check_work(&[at_limit.clone(), at_limit]).is_err());
 
     let job = BspJob::new(4, 0.005, 10, Pattern::Ring).unwrap();
