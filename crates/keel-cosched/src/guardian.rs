@@ -389,6 +389,7 @@ mod tests {
 
     /// `sh` in a session of its own that forks `sleep`, as a job's
     /// wrapper would; returns the shell and the sleep's pid.
+    #[allow(clippy::zombie_processes)] // the caller waits for the shell
     fn wrapper() -> (std::process::Child, Pid) {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new("/bin/sh");
