@@ -204,3 +204,31 @@ fn an_oversized_request_is_refused_without_waiting_for_its_end() {
     assert_eq!(d.ask("list"), "ok");
     d.stop();
 }
+
+#[test]
+fn unended_submissions_are_capped() {
+    let d = Daemon::start();
+    // Jobs arriving far in the future cost no process, only a record.
+    for i in 0..control::MAX_LIVE_JOBS {
+        let reply = d.ask(&format!("submit w{i} 1 arrival=100000 -- /bin/true"));
+        assert!(reply.starts_with("ok submitted"), "{i}: {reply}");
+    }
+    let reply = d.ask("submit one-more 1 arrival=100000 -- /bin/true");
+    assert!(
+        reply.starts_with("error: ") && reply.contains("MAX_LIVE_JOBS"),
+        "{reply}"
+    );
+    // Killing one makes room.
+    let list = d.ask("list");
+    let first = list
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert!(d.ask(&format!("kill {first}")).starts_with("ok"));
+    let reply = d.ask("submit one-more 1 arrival=100000 -- /bin/true");
+    assert!(reply.starts_with("ok submitted"), "{reply}");
+    d.stop();
+}
