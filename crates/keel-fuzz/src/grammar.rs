@@ -445,6 +445,12 @@ pub fn job_file() -> Grammar {
     Grammar::text(strategy.boxed())
 }
 
+/// The self-test target's grammar: each way of failing, and passing.
+pub fn self_test() -> Grammar {
+    let strategy = prop::sample::select(&["ok", "panic", "check", "overflow", "alloc", "hang"][..]);
+    Grammar::text(strategy.prop_map(str::to_string).boxed())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,7 +86,7 @@ pub enum Source {
 impl Source {
     /// The generator of case `index`: the two alternate.
     pub fn of_case(index: u64) -> Source {
-        if index % 2 == 0 {
+        if index.is_multiple_of(2) {
             Source::Grammar
         } else {
             Source::Mutation

@@ -91,9 +91,49 @@ pub fn targets() -> &'static [Target] {
     &TARGETS
 }
 
-/// The target called `name`.
+/// The target called `name` (including [`SELF_TEST`]).
 pub fn target(name: &str) -> Option<&'static Target> {
-    TARGETS.iter().find(|t| t.name == name)
+    TARGETS
+        .iter()
+        .chain(std::iter::once(&SELF_TEST))
+        .find(|t| t.name == name)
+}
+
+/// A target that fails on purpose, for testing the driver: `panic`,
+/// `check`, `overflow` (recurses until the stack overflows), `alloc` (asks
+/// for more memory than [`crate::MEMORY_LIMIT`]) and `hang` (sleeps past
+/// [`crate::CASE_LIMIT`]) fail that way; anything else passes. Not in
+/// [`targets`].
+pub static SELF_TEST: Target = Target {
+    name: "self-test",
+    summary: "fails on purpose by its input: panic, check, overflow, alloc, hang",
+    run: self_test,
+    grammar: grammar::self_test,
+};
+
+fn self_test(input: &[u8]) -> Result<(), String> {
+    fn recurse(depth: u64) -> u64 {
+        let frame = std::hint::black_box([depth; 64]);
+        frame[(depth % 64) as usize] + recurse(depth + 1)
+    }
+    match input {
+        b"panic" => panic!("self-test panic"),
+        b"check" => Err("self-test check".into()),
+        b"overflow" => {
+            std::hint::black_box(recurse(0));
+            Ok(())
+        }
+        b"alloc" => {
+            let v = vec![1u8; std::hint::black_box(crate::MEMORY_LIMIT as usize * 2)];
+            std::hint::black_box(&v);
+            Ok(())
+        }
+        b"hang" => {
+            std::thread::sleep(crate::CASE_LIMIT * 3);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn text(input: &[u8]) -> std::borrow::Cow<'_, str> {
