@@ -164,7 +164,9 @@ mod tests {
     fn a_full_device_is_reported_once_naming_the_path() {
         let path = Path::new("/dev/full");
         if !path.exists() {
-            eprintln!("SKIPPED: no /dev/full here");
+            // On the real stderr, not the captured one, so that the skip
+            // shows in `cargo test`'s output.
+            let _ = writeln!(io::stderr().lock(), "SKIPPED: no /dev/full here");
             return;
         }
         let tracer = Tracer::create(path).unwrap();
