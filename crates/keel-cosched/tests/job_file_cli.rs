@@ -52,3 +52,25 @@ fn a_job_file_runs_and_reports() {
     assert_eq!(v["jobs"][0]["outcome"]["kind"], "completed");
     assert_eq!(v["jobs"][1]["outcome"]["kind"], "completed");
 }
+
+#[test]
+fn a_job_file_over_a_limit_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = dir.path().join("wide.txt");
+    // Once an abort: one entry per rank was allocated before admission.
+    std::fs::write(&jobs, "a 1 -- true\nx 1000000000000 -- true\n").unwrap();
+    let out = Command::new(manager_binary())
+        .arg("run")
+        .arg(&jobs)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:2: job `x`: ranks is 1000000000000, over the limit of 4096 (MAX_RANKS)",
+            jobs.display()
+        )),
+        "{err}"
+    );
+}
