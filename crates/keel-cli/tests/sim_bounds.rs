@@ -144,6 +144,18 @@ fn huge_numbers_in_messages_are_short() {
     ]);
     assert!(e.contains("1.7976931348623157e308"), "{e}");
     assert!(e.len() < 300, "{} bytes: {e}", e.len());
+    // A value the simulator itself refuses is shown the same way.
+    let e = fails(&[
+        "sim",
+        "farm",
+        "--workers",
+        "2",
+        "--tasks",
+        "10",
+        "--task-s=-1.7976931348623157e308",
+    ]);
+    assert!(e.contains("-1.7976931348623157e308"), "{e}");
+    assert!(e.len() < 120, "{} bytes: {e}", e.len());
 }
 
 #[test]
