@@ -11,7 +11,7 @@ use keel_cosched::job::{parse_jobs, JobSpec};
 use keel_policy::context::ContextHandler;
 use keel_policy::dls::{self, LoopSchedule, LoopShape};
 use keel_policy::select::{self, Setting};
-use keel_policy::{cosched, expose, farm, mapping, Spec};
+use keel_policy::{cosched, expose, farm, mapping, Concept, Model, Origin, Spec, Subject};
 use keel_workloads::swf::{arrivals, parse_swf, WideJobs};
 use keel_workloads::trace::{parse_trace, TaskFormat};
 
@@ -176,11 +176,22 @@ fn policy_spec(input: &[u8]) -> Result<(), String> {
 }
 
 /// Plans 1000 iterations on 4 threads (a schedule that plans at all must
-/// plan this without panicking; its error, if any, is its own business).
+/// plan this without panicking; its error, if any, is its own business);
+/// a workload-aware schedule first assigns them from per-iteration hints.
 fn plan_small_loop(schedule: &dyn LoopSchedule, chunk: Option<u64>) {
     if let Ok(shape) = LoopShape::new(1000, 4, chunk) {
         let ctx = ContextHandler::new();
         let _ = schedule.plan(&shape, &ctx);
+        if let Some(workload) = schedule.as_workload() {
+            let hints: Vec<f64> = (0..1000).map(|i| f64::from(i % 7 + 1)).collect();
+            let mut with_hints = ContextHandler::new();
+            let concept = Concept::Workload {
+                subject: Subject::Tasks,
+                model: Model::Static,
+            };
+            with_hints.provide_values(concept, Origin::User, &hints[..]);
+            let _ = workload.assign(&shape, &with_hints);
+        }
     }
 }
 
