@@ -1,6 +1,5 @@
 //! Suspending and resuming job processes: the cgroup v2 freezer where the
-//! daemon may create cgroups, `SIGSTOP`/`SIGCONT` otherwise
-//! (`research/farm_cosched.md` §B.7).
+//! daemon may create cgroups, `SIGSTOP`/`SIGCONT` otherwise.
 //!
 //! The freezer is preferred: it freezes a process and every child it forks,
 //! is invisible to the process (no job-control stop, no `SIGCHLD` to its
@@ -315,6 +314,7 @@ fn create_manager_cgroup() -> Result<PathBuf, FreezerUnavailable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use std::process::Command;
 
     #[test]
@@ -397,10 +397,18 @@ mod tests {
         let s = match Suspender::new(SuspendChoice::Freezer) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("skipped: {e}");
+                // On the real stderr, so that `cargo test` shows it.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "SKIPPED: the_freezer_freezes_a_process_when_available: {e}"
+                );
                 return;
             }
         };
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "ran: the_freezer_freezes_a_process_when_available (with the cgroup v2 freezer)"
+        );
         let cg = s.prepare(1, 0).unwrap().unwrap();
         let child = Reap(Command::new("sleep").arg("30").spawn().unwrap());
         let pid = child.0.id();

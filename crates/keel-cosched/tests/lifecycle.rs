@@ -156,8 +156,11 @@ fn a_missing_program_fails_its_job_only() {
 
 #[test]
 fn fcs_classifies_the_imbalanced_pair_like_the_paper() {
-    if pes() < 2 {
-        eprintln!("skipped: needs two CPUs");
+    if !common::can_run(
+        "fcs_classifies_the_imbalanced_pair_like_the_paper",
+        "two CPUs",
+        pes() >= 2,
+    ) {
         return;
     }
     // §3.2.2 at 6 ms: job 0's rank 0 computes 12 ms (granularity > 10 ms,
