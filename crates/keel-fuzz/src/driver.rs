@@ -11,7 +11,9 @@
 //!
 //! Worker protocol, one line per event on stdout, tab-separated:
 //! `FAIL <case> <kind> <escaped message> <file of the input>` and, at the
-//! end, `DONE <cases run> <seconds>`.
+//! end, `DONE <cases run> <seconds> <failures not reported>` (a worker
+//! reports its first [`MAX_REPORTS`] failures in full and counts the rest,
+//! so a parser failing on most inputs cannot fill the memory or the disk).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -111,6 +113,8 @@ pub struct Summary {
     pub seconds: f64,
     /// Every failing case.
     pub failures: Vec<Failure>,
+    /// Failures counted but not reported (past [`MAX_REPORTS`] per worker).
+    pub unreported: u64,
 }
 
 impl Summary {
@@ -126,6 +130,9 @@ impl Summary {
         by.into_values().collect()
     }
 }
+
+/// Most failures one worker reports in full.
+pub const MAX_REPORTS: u64 = 50;
 
 /// Which cases a run covers.
 #[derive(Clone, Debug)]
@@ -207,11 +214,11 @@ pub fn work(target: &'static Target, plan: &Plan) -> std::io::Result<()> {
             std::process::exit(HANG_EXIT);
         }
     }
-    let (cases, seconds) = runner
+    let (cases, seconds, unreported) = runner
         .join()
         .map_err(|_| std::io::Error::other("the case runner panicked outside a case"))??;
     let mut out = stdout.lock().unwrap_or_else(|e| e.into_inner());
-    writeln!(out, "DONE\t{cases}\t{seconds}")?;
+    writeln!(out, "DONE\t{cases}\t{seconds}\t{unreported}")?;
     out.flush()
 }
 
@@ -222,10 +229,12 @@ fn run_cases(
     current: &File,
     shared: &Shared,
     stdout: &Mutex<std::io::Stdout>,
-) -> std::io::Result<(u64, f64)> {
+) -> std::io::Result<(u64, f64, u64)> {
     let grammar = (target.grammar)();
     let t0 = Instant::now();
     let mut done = 0u64;
+    let mut reported = 0u64;
+    let mut unreported = 0u64;
     let result = loop {
         if plan.cases.is_some_and(|n| done >= n) || plan.time.is_some_and(|t| t0.elapsed() >= t) {
             break Ok(());
@@ -247,7 +256,10 @@ fn run_cases(
             Ok(Err(message)) => Some((Kind::Check, message)),
             Err(_) => Some((Kind::Panic, LAST_PANIC.with(|p| p.borrow().clone()))),
         };
-        if let Some((kind, message)) = failure {
+        if failure.is_some() && reported >= MAX_REPORTS {
+            unreported += 1;
+        } else if let Some((kind, message)) = failure {
+            reported += 1;
             let report = save(&plan.out, target.name, case, &input).and_then(|file| {
                 let mut out = stdout.lock().unwrap_or_else(|e| e.into_inner());
                 print_fail(&mut *out, case, kind, &message, &file)?;
@@ -259,7 +271,7 @@ fn run_cases(
         }
     };
     shared.finished.store(true, Ordering::Release);
-    result.map(|()| (done, t0.elapsed().as_secs_f64()))
+    result.map(|()| (done, t0.elapsed().as_secs_f64(), unreported))
 }
 
 fn record_current(file: &File, case: u64, input: &[u8]) -> std::io::Result<()> {
@@ -363,7 +375,10 @@ pub fn supervise(exe: &Path, target: &Target, plan: &Plan) -> std::io::Result<Su
                     });
                     last_fail = Some(case);
                 }
-                ["DONE", cases, _] => done = cases.parse::<u64>().ok(),
+                ["DONE", cases, _, unreported] => {
+                    done = cases.parse::<u64>().ok();
+                    summary.unreported += unreported.parse::<u64>().unwrap_or(0);
+                }
                 _ => {}
             }
         }

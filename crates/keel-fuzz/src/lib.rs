@@ -133,7 +133,7 @@ pub fn report_line(target: &str, summary: &driver::Summary) -> String {
         summary.cases,
         summary.seconds,
         rate,
-        summary.failures.len(),
+        summary.failures.len() as u64 + summary.unreported,
         summary.distinct().len()
     )
 }
