@@ -285,8 +285,62 @@ pub fn trace_json() -> Grammar {
         2 => json_number().prop_map(|v| format!("\"num_pus\":{v}")),
         1 => word().prop_map(|w| format!("\"{w}\":1")),
     ];
-    let strategy = prop::collection::vec(field, 0..6).prop_map(|f| format!("{{{}}}", f.join(",")));
-    Grammar::text(strategy.boxed())
+    let loose = prop::collection::vec(field, 0..6).prop_map(|f| format!("{{{}}}", f.join(",")));
+    Grammar::text(prop_oneof![loose, consistent_trace_json()].boxed())
+}
+
+/// A JSON trace whose fields agree (tasks, PUs), with now and then one
+/// value replaced by an extreme number.
+fn consistent_trace_json() -> BoxedStrategy<String> {
+    (1usize..8, 1usize..5)
+        .prop_flat_map(|(n, p)| {
+            (
+                prop::collection::vec(0u32..100, n),
+                prop::option::of(prop::collection::vec(any::<bool>(), n)),
+                prop::option::of(prop::collection::vec(prop::option::of(0..p), n)),
+                prop::option::of(prop::collection::vec(1u32..4, p)),
+                prop::option::of(number()),
+                Just(p),
+            )
+        })
+        .prop_map(|(loads, migratable, current, speeds, extreme, p)| {
+            let list = |v: Vec<String>| format!("[{}]", v.join(","));
+            let mut fields = vec![format!(
+                "\"task_loads\":{}",
+                list(loads.iter().map(|l| format!("{}.5", l)).collect())
+            )];
+            if let Some(m) = migratable {
+                fields.push(format!(
+                    "\"migratable\":{}",
+                    list(m.iter().map(bool::to_string).collect())
+                ));
+            }
+            if let Some(c) = current {
+                let c = c
+                    .iter()
+                    .map(|x| x.map_or("null".to_string(), |x| x.to_string()));
+                fields.push(format!("\"current_mapping\":{}", list(c.collect())));
+            }
+            match speeds {
+                Some(s) => fields.push(format!(
+                    "\"pu_speeds\":{}",
+                    list(s.iter().map(u32::to_string).collect())
+                )),
+                None => fields.push(format!("\"num_pus\":{p}")),
+            }
+            let mut text = format!("{{{}}}", fields.join(","));
+            if let Some(x) = extreme {
+                // Replace the first digit run by an extreme number.
+                if let Some(at) = text.find(|c: char| c.is_ascii_digit()) {
+                    let end = text[at..]
+                        .find(|c: char| !c.is_ascii_digit() && c != '.')
+                        .map_or(text.len(), |e| at + e);
+                    text.replace_range(at..end, &x);
+                }
+            }
+            text
+        })
+        .boxed()
 }
 
 fn csv_cell() -> BoxedStrategy<String> {
@@ -326,7 +380,7 @@ fn csv_table(columns: &'static [&'static str]) -> BoxedStrategy<String> {
 pub fn trace_csv() -> Grammar {
     const TASK: &[&str] = &["load", "migratable", "current_pu", "LOAD", " load "];
     const PU: &[&str] = &["background", "speed", "available", "Speed"];
-    let strategy = (csv_table(TASK), prop::option::of(csv_table(PU))).prop_map(|(t, p)| {
+    let loose = (csv_table(TASK), prop::option::of(csv_table(PU))).prop_map(|(t, p)| {
         let mut bytes = t.into_bytes();
         if let Some(p) = p {
             bytes.extend_from_slice(crate::targets::CSV_PU_SEPARATOR);
@@ -334,7 +388,36 @@ pub fn trace_csv() -> Grammar {
         }
         bytes
     });
-    Grammar::new(strategy.boxed())
+    Grammar::new(prop_oneof![loose, consistent_trace_csv()].boxed())
+}
+
+/// A CSV task table whose rows fit its header (and a fitting PU table),
+/// with now and then one cell replaced by an extreme number.
+fn consistent_trace_csv() -> BoxedStrategy<Vec<u8>> {
+    let row = (0u32..100, any::<bool>(), prop::option::of(0u32..2));
+    (
+        prop::collection::vec(row, 1..10),
+        any::<bool>(),
+        prop::option::of(number()),
+    )
+        .prop_map(|(rows, with_pus, extreme)| {
+            let mut text = "load,migratable,current_pu".to_string();
+            for (load, migratable, pu) in rows {
+                let pu = pu.map_or(String::new(), |p| p.to_string());
+                text.push_str(&format!("\n{load}.25,{migratable},{pu}"));
+            }
+            if let Some(x) = extreme {
+                if let Some(at) = text.find('\n') {
+                    let end = text[at + 1..].find(',').map_or(text.len(), |e| at + 1 + e);
+                    text.replace_range(at + 1..end, &x);
+                }
+            }
+            if with_pus {
+                text.push_str("\n%%\nbackground,speed,available\n0,1,true\n0.5,2,false");
+            }
+            text.into_bytes()
+        })
+        .boxed()
 }
 
 const SWF_HEADER_KEYS: &[&str] = &[
@@ -381,8 +464,39 @@ fn command_arg() -> BoxedStrategy<String> {
 }
 
 /// One job line: `NAME RANKS [pes=..] [arrival=..] -- COMMAND [ARG ...]`,
-/// every part sometimes missing or malformed.
+/// well formed (but for an extreme arrival now and then) or with every
+/// part sometimes missing or malformed.
 pub fn job_line() -> BoxedStrategy<String> {
+    prop_oneof![1 => good_job_line(), 1 => loose_job_line()].boxed()
+}
+
+fn good_job_line() -> BoxedStrategy<String> {
+    let arrival = prop_oneof![
+        4 => (0u32..100).prop_map(|a| format!("{a}.5")),
+        1 => number(),
+    ];
+    (
+        "[a-z][a-z0-9._-]{0,8}",
+        1usize..5,
+        any::<bool>(),
+        prop::option::of(arrival),
+        prop::collection::vec(command_arg(), 1..4),
+    )
+        .prop_map(|(name, ranks, pes, arrival, args)| {
+            let mut parts = vec![name, ranks.to_string()];
+            if pes {
+                let list: Vec<String> = (0..ranks).rev().map(|p| p.to_string()).collect();
+                parts.push(format!("pes={}", list.join(",")));
+            }
+            parts.extend(arrival.map(|a| format!("arrival={a}")));
+            parts.push("--".to_string());
+            parts.extend(args);
+            parts.join(" ")
+        })
+        .boxed()
+}
+
+fn loose_job_line() -> BoxedStrategy<String> {
     let job_name = prop_oneof![6 => "[a-z][a-z0-9._-]{0,8}", 1 => word()];
     let pes = prop::option::of(
         prop::collection::vec(
@@ -418,11 +532,12 @@ pub fn job_line() -> BoxedStrategy<String> {
 /// The `control` grammar: a verb and an argument (job id, job line, or
 /// noise).
 pub fn control() -> Grammar {
-    let verb = prop::sample::select(
-        &[
-            "list", "status", "kill", "submit", "shutdown", "LIST", "", "submit\t",
-        ][..],
-    );
+    let verb = prop_oneof![
+        3 => Just("submit"),
+        1 => prop::sample::select(
+            &["list", "status", "kill", "shutdown", "LIST", "", "submit\t"][..],
+        ),
+    ];
     let rest = prop_oneof![
         2 => number(),
         4 => job_line(),

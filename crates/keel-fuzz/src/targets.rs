@@ -61,7 +61,8 @@ static TARGETS: [Target; 7] = [
     },
     Target {
         name: "trace-csv",
-        summary: "CSV task tables (and a PU table after a `%%` line) through trace::parse_trace",
+        summary: "CSV task tables through trace::parse_trace, with the PU table after a `%%` \
+                  line (else 2 PUs, as --pus gives them)",
         run: trace_csv,
         grammar: grammar::trace_csv,
     },
@@ -213,15 +214,23 @@ fn trace_json(input: &[u8]) -> Result<(), String> {
 }
 
 fn trace_csv(input: &[u8]) -> Result<(), String> {
-    let (tasks, pus) = match find(input, CSV_PU_SEPARATOR) {
+    let _ = parse_csv(input);
+    Ok(())
+}
+
+/// A `trace-csv` input through the parser: the task table, and either the
+/// PU table after [`CSV_PU_SEPARATOR`] or, without one, 2 PUs as `--pus`
+/// would give them (a task table alone does not say how many PUs there are).
+fn parse_csv(input: &[u8]) -> Result<keel_workloads::MappingProblem, keel_workloads::TraceError> {
+    let (tasks, pu_file, pus) = match find(input, CSV_PU_SEPARATOR) {
         Some(at) => (
             &input[..at],
             Some(("<fuzz-pus>.csv", &input[at + CSV_PU_SEPARATOR.len()..])),
+            None,
         ),
-        None => (input, None),
+        None => (input, None, Some(2)),
     };
-    let _ = parse_trace(TaskFormat::Csv, "<fuzz>.csv", tasks, pus, None);
-    Ok(())
+    parse_trace(TaskFormat::Csv, "<fuzz>.csv", tasks, pu_file, pus)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -293,4 +302,65 @@ fn usable_job(job: &JobSpec) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The share of 400 grammar inputs of `target` that `accepts` takes.
+    fn accepted(target: &str, accepts: impl Fn(&[u8]) -> bool) -> f64 {
+        let grammar = (super::target(target).expect("a target").grammar)();
+        let n = 400;
+        let ok = (0..n).filter(|&s| accepts(&grammar.generate(s))).count();
+        ok as f64 / n as f64
+    }
+
+    /// A grammar whose inputs the parser always refuses tests only its
+    /// error paths: each must reach the accepting side too, and the
+    /// refusing side.
+    #[test]
+    fn every_grammar_reaches_both_sides_of_its_parser() {
+        let shares = [
+            (
+                "policy-spec",
+                accepted("policy-spec", |b| {
+                    mapping::registry().build(&text(b)).is_ok()
+                        || dls::parse_schedule(&text(b)).is_ok()
+                        || cosched::parse(&text(b)).is_ok()
+                }),
+            ),
+            (
+                "keel-schedule",
+                accepted("keel-schedule", |b| select::parse_setting(&text(b)).is_ok()),
+            ),
+            (
+                "trace-json",
+                accepted("trace-json", |b| {
+                    parse_trace(TaskFormat::Json, "t", b, None, None).is_ok()
+                }),
+            ),
+            ("trace-csv", accepted("trace-csv", |b| parse_csv(b).is_ok())),
+            ("swf", accepted("swf", |b| parse_swf(&text(b)).is_ok())),
+            (
+                "control",
+                accepted(
+                    "control",
+                    |b| matches!(ControlCommand::parse(&text(b)), Ok(ControlCommand::Submit(l)) if JobSpec::parse_line(&l).is_ok()),
+                ),
+            ),
+            (
+                "job-file",
+                accepted("job-file", |b| parse_jobs(&text(b), "f").is_ok()),
+            ),
+        ];
+        for (name, share) in shares {
+            println!("{name}: {:.0} % accepted", share * 100.0);
+            assert!(
+                (0.02..=0.98).contains(&share),
+                "{name}: {:.1} % of grammar inputs accepted",
+                share * 100.0
+            );
+        }
+    }
 }
