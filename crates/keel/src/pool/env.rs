@@ -3,6 +3,16 @@
 
 use super::DEFAULT_SPINS;
 
+/// Most participants a pool may have (LLVM's OpenMP runtime caps its
+/// teams at the same 32,768): a larger count is a typed error, not an
+/// attempt to start that many threads.
+///
+/// ```
+/// let err = keel::ThreadPool::builder().threads(keel::pool::MAX_THREADS + 1).build();
+/// assert!(err.unwrap_err().to_string().contains("MAX_THREADS"));
+/// ```
+pub const MAX_THREADS: usize = 1 << 15;
+
 /// How a waiting thread waits for the next region or the join.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WaitPolicy {
@@ -35,6 +45,12 @@ pub enum PoolError {
     /// A pool needs at least the caller.
     #[error("a thread pool needs at least 1 thread (got 0)")]
     ZeroThreads,
+    /// More participants than [`MAX_THREADS`].
+    #[error("a thread pool may have at most {max} threads (MAX_THREADS), not {threads}", max = MAX_THREADS)]
+    TooManyThreads {
+        /// The count asked for.
+        threads: usize,
+    },
     /// An environment variable does not parse.
     #[error("{var}={value:?} is invalid: expected {expected}")]
     BadEnv {

@@ -13,7 +13,7 @@ use std::thread::{self, JoinHandle, Thread};
 
 use crossbeam_utils::CachePadded;
 
-pub use env::{PoolError, WaitPolicy};
+pub use env::{PoolError, WaitPolicy, MAX_THREADS};
 
 /// Spins (each a `spin_loop` hint) before a waiting thread parks, under the
 /// default wait policy: long enough to bridge back-to-back loops, short
@@ -160,6 +160,9 @@ impl PoolBuilder {
         };
         if threads == 0 {
             return Err(PoolError::ZeroThreads);
+        }
+        if threads > MAX_THREADS {
+            return Err(PoolError::TooManyThreads { threads });
         }
         let wait = match self.wait {
             Some(w) => w,
