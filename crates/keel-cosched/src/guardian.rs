@@ -42,7 +42,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use crate::suspend::ProcCgroup;
@@ -123,8 +123,34 @@ struct Plan {
     kill: Option<CString>,
     dir: Option<CString>,
     parent: Option<CString>,
-    files: Vec<CString>,
+    files: Vec<FileToRemove>,
     dirs: Vec<CString>,
+}
+
+/// A file the guardian unlinks once its process is gone.
+struct FileToRemove {
+    path: CString,
+    /// An `O_PATH` descriptor on what was there when the guardian was
+    /// forked, held for the guardian's life so that its inode cannot be
+    /// reused: a root guardian unlinks only that file, never one another
+    /// user put at the same name since (the page's name in `/dev/shm` is
+    /// predictable). `None` for a file made later by the job itself, in a
+    /// directory of the job's user.
+    held: Option<OwnedFd>,
+}
+
+/// An `O_PATH | O_NOFOLLOW` descriptor on `path`, if something is there.
+fn hold(path: &CString) -> Option<OwnedFd> {
+    // SAFETY: `path` is NUL-terminated; the flags make open neither follow
+    // a link nor touch the file's contents.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    // SAFETY: a descriptor open just returned is ours alone.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 impl Guardian {
@@ -157,7 +183,11 @@ impl Guardian {
                 .transpose()?,
             files: files
                 .iter()
-                .map(|f| sys::cpath(f))
+                .map(|f| {
+                    let path = sys::cpath(f)?;
+                    let held = hold(&path);
+                    Ok(FileToRemove { path, held })
+                })
                 .collect::<io::Result<_>>()?,
             dirs: dirs
                 .iter()
@@ -228,15 +258,28 @@ unsafe fn guard(p: &Plan) -> ! {
         // Keep only the pipe and the pidfd (moved above every descriptor
         // in use), with stdio on /dev/null: holding the manager's stdout
         // would keep a reader of it waiting.
-        let hi = p.read_fd.max(p.pidfd).max(p.devnull) + 1;
-        let (rfd, pfd) = (hi, hi + 1);
+        let mut hi = p.read_fd.max(p.pidfd).max(p.devnull);
+        for f in &p.files {
+            if let Some(h) = &f.held {
+                hi = hi.max(h.as_raw_fd());
+            }
+        }
+        let (rfd, pfd) = (hi + 1, hi + 2);
         libc::dup2(p.read_fd, rfd);
         libc::dup2(p.pidfd, pfd);
+        // The held files' descriptors follow the pidfd, in order.
+        let mut next = pfd + 1;
+        for f in &p.files {
+            if let Some(h) = &f.held {
+                libc::dup2(h.as_raw_fd(), next);
+                next += 1;
+            }
+        }
         libc::dup2(p.devnull, 0);
         libc::dup2(p.devnull, 1);
         libc::dup2(p.devnull, 2);
         libc::syscall(libc::SYS_close_range, 3u32, (rfd - 1) as u32, 0u32);
-        libc::syscall(libc::SYS_close_range, (pfd + 1) as u32, u32::MAX, 0u32);
+        libc::syscall(libc::SYS_close_range, next as u32, u32::MAX, 0u32);
 
         let mut byte = 0u8;
         loop {
@@ -319,8 +362,24 @@ unsafe fn guard(p: &Plan) -> ! {
             }
         }
         // Iterating over memory allocated before the fork allocates nothing.
+        let mut held_fd = pfd + 1;
         for f in &p.files {
-            libc::unlink(f.as_ptr());
+            let still_ours = match f.held {
+                None => true,
+                Some(_) => {
+                    let (mut there, mut ours): (libc::stat, libc::stat) =
+                        (std::mem::zeroed(), std::mem::zeroed());
+                    let same = libc::lstat(f.path.as_ptr(), &mut there) == 0
+                        && libc::fstat(held_fd, &mut ours) == 0
+                        && there.st_dev == ours.st_dev
+                        && there.st_ino == ours.st_ino;
+                    held_fd += 1;
+                    same
+                }
+            };
+            if still_ours {
+                libc::unlink(f.path.as_ptr());
+            }
         }
         // Each fails harmlessly while other processes' files remain: the
         // last guardian of a job (or run) removes its directory.
@@ -385,6 +444,32 @@ mod tests {
         assert!(!status.success());
         assert!(!page.exists(), "the guardian unlinks the page");
         assert!(!sub.exists(), "and removes the empty directory");
+    }
+
+    #[test]
+    fn a_file_replaced_since_the_spawn_is_left_alone() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id() as Pid;
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("page");
+        std::fs::write(&page, b"ours").unwrap();
+        let target = Guarded {
+            pid,
+            group_leader: false,
+            on_exit: ManagerExit::Kill,
+        };
+        let g = Guardian::spawn(target, None, &[&page], &[]).unwrap();
+        // Someone else's file now has the page's name.
+        std::fs::remove_file(&page).unwrap();
+        std::fs::write(&page, b"theirs").unwrap();
+        drop(g);
+        assert!(wait_gone(pid));
+        let _ = child.wait();
+        assert_eq!(
+            std::fs::read(&page).unwrap(),
+            b"theirs",
+            "the guardian removes only the file it was given"
+        );
     }
 
     /// `sh` in a session of its own that forks `sleep`, as a job's
