@@ -1,6 +1,6 @@
 //! The CSV task and PU tables (see the module docs of [`super`]).
 
-use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
+use csv::{ErrorKind, ReaderBuilder, StringRecord};
 
 use super::{
     parse_bool, parse_pu, valid_load, valid_speed, PuFields, Sourced, TaskFields, BOOL_EXPECTED,
@@ -23,15 +23,14 @@ struct Table<'a> {
 
 impl<'a> Table<'a> {
     fn open(name: &'a str, bytes: &'a [u8], valid: &[&'static str]) -> Result<Self, TraceError> {
-        let mut reader = ReaderBuilder::new()
-            .trim(Trim::All)
-            .comment(Some(b'#'))
-            .from_reader(bytes);
+        // Cells are trimmed where they are parsed (`cell`): the csv crate's
+        // own trimming builds a new record for every row.
+        let mut reader = ReaderBuilder::new().comment(Some(b'#')).from_reader(bytes);
         let header: Vec<String> = reader
             .headers()
             .map_err(|e| csv_error(name, bytes, e))?
             .iter()
-            .map(str::to_ascii_lowercase)
+            .map(|h| h.trim().to_ascii_lowercase())
             .collect();
         if header.iter().all(String::is_empty) {
             return Err(TraceError::Empty {
@@ -102,7 +101,7 @@ fn cell<T>(
     parse: &impl Fn(&str) -> Option<T>,
     expected: &'static str,
 ) -> Result<T, TraceError> {
-    let text = record.get(col).unwrap_or("");
+    let text = record.get(col).unwrap_or("").trim();
     parse(text).ok_or_else(|| TraceError::BadValue {
         at: format!("{name}:{line}, column {}", col + 1),
         field: field.to_string(),

@@ -258,10 +258,12 @@ const JSON_PU_EXPECTED: &str = "a PU index (an integer >= 0), or null for an unp
 
 /// `true`/`false`/`1`/`0`, any case.
 fn parse_bool(text: &str) -> Option<bool> {
-    match text.to_ascii_lowercase().as_str() {
-        "true" | "1" => Some(true),
-        "false" | "0" => Some(false),
-        _ => None,
+    if text == "1" || text.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if text == "0" || text.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
     }
 }
 
