@@ -7,22 +7,28 @@ use std::process::Command;
 
 use common::manager_binary;
 
-#[test]
-fn a_malformed_job_file_names_its_line() {
+/// Runs the manager on a job file holding `text`; it must refuse the file
+/// with a usage error (exit 2). Returns the file's path and stderr.
+fn refused_job_file(text: &str) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let jobs = dir.path().join("bad.txt");
-    std::fs::write(&jobs, "# ok so far\na 1 -- true\nb two -- true\n").unwrap();
+    let jobs = dir.path().join("jobs.txt");
+    std::fs::write(&jobs, text).unwrap();
     let out = Command::new(manager_binary())
         .arg("run")
         .arg(&jobs)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (jobs.display().to_string(), err)
+}
+
+#[test]
+fn a_malformed_job_file_names_its_line() {
+    let (jobs, err) = refused_job_file("# ok so far\na 1 -- true\nb two -- true\n");
     assert!(
         err.contains(&format!(
-            "{}:3: job `b`: ranks `two` is not an integer >= 1",
-            jobs.display()
+            "{jobs}:3: job `b`: ranks `two` is not an integer >= 1"
         )),
         "{err}"
     );
@@ -55,21 +61,11 @@ fn a_job_file_runs_and_reports() {
 
 #[test]
 fn a_job_file_over_a_limit_is_refused_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let jobs = dir.path().join("wide.txt");
-    // Once an abort: one entry per rank was allocated before admission.
-    std::fs::write(&jobs, "a 1 -- true\nx 1000000000000 -- true\n").unwrap();
-    let out = Command::new(manager_binary())
-        .arg("run")
-        .arg(&jobs)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    // Refused before anything is allocated per rank.
+    let (jobs, err) = refused_job_file("a 1 -- true\nx 1000000000000 -- true\n");
     assert!(
         err.contains(&format!(
-            "{}:2: job `x`: ranks is 1000000000000, over the limit of 4096 (MAX_RANKS)",
-            jobs.display()
+            "{jobs}:2: job `x`: ranks is 1000000000000, over the limit of 4096 (MAX_RANKS)"
         )),
         "{err}"
     );
