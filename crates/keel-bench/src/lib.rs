@@ -1,6 +1,6 @@
 //! `keel-bench`: Keel's loops head to head with libgomp and rayon, measured
 //! the way EPCC's OpenMP micro-benchmarks measure scheduling
-//! (`research/loops.md` §5; Bull, EWOMP 1999), in one process.
+//! (`schedbench`; Bull, EWOMP 1999), in one process.
 //!
 //! What it measures (`keel-bench-loops` prints the tables, `--json` the
 //! [`Report`]):

@@ -1,5 +1,6 @@
 //! Medians and ranges: how every number of the report is summarised
-//! (DESIGN.md, Measuring: medians over repeated runs, with their range).
+//! (`docs/conventions.md#measuring`: medians over repeated runs, with their
+//! range).
 
 use serde::Serialize;
 

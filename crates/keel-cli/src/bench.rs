@@ -20,7 +20,8 @@ use crate::cli::BenchLoopsArgs;
 use crate::error::CliError;
 use crate::report::{self, median};
 
-/// Every loop schedule name of DESIGN.md (Conventions), in its order, with
+/// Every loop schedule name of `docs/conventions.md#loop-schedules`, in its
+/// order, with
 /// the OpenMP names `dynamic` and `guided` for `ss` and `gss`.
 pub const SCHEDULES: [&str; 29] = [
     "static",

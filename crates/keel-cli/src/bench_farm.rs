@@ -1,5 +1,5 @@
 //! `keel bench farm`: the experiments of the FastFlow ARRS paper
-//! (`papers/fastflow-adaptive-round-robin-farm.txt` §III) on Keel's farm,
+//! (§III) on Keel's farm,
 //! on this machine, plus the per-item cost of dispatch with empty tasks.
 //!
 //! Every experiment times each policy's farm on the same tasks, the

@@ -1,5 +1,5 @@
 //! `keel bench objects`: the Charm++ + OpenMP paper's evaluation
-//! (`papers/charm-openmp-integrated-load-balancing.txt` §4.4, §5) on
+//! (§4.4, §5) on
 //! Keel's objects context, on this machine:
 //!
 //! - **Table 1**: the Lassen-like proxy under No LB, Greedy, Greedy +

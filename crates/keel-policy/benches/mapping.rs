@@ -6,7 +6,7 @@
 //! 2-core machine). Criterion's medians are in `target/criterion/
 //! decide_<n>x<P>/<entry>/new/estimates.json` (and `portability_16000x80`);
 //! the interleaved table printed at the end is the one to quote for ratios
-//! (DESIGN.md, Measuring).
+//! (`docs/conventions.md#measuring`).
 //!
 //! # Workload (fixed; change it and the numbers stop being comparable)
 //!

@@ -1,5 +1,6 @@
 //! `keel-policy`: Keel's portable scheduling library — the ARTful model of
-//! `papers/artful-mogslib-portable-global-schedulers.txt` (§3–4).
+//! the ARTful paper, "ARTful: A model for user-defined schedulers targeting
+//! multiple high-performance computing runtime systems" (§3–4).
 //!
 //! Policies see only *concepts* ([`concept`]) fetched through a
 //! [`ContextHandler`] and return decisions; they never touch a thread, a

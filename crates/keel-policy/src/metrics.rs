@@ -1,4 +1,4 @@
-//! Metrics the papers report (DESIGN.md, Conventions): λ = max/avg − 1,
+//! Metrics the papers report (`docs/conventions.md#metrics`): λ = max/avg − 1,
 //! LIB = (1 − mean/max)·100 (Auto4OMP Eq. 2, without its P/(P−1) factor),
 //! makespan, migrations against a previous mapping, and contiguity splits
 //! (ARTful paper Fig. 7b). Averages divide by the number of *available* PUs,
@@ -90,7 +90,8 @@ pub struct MappingMetrics {
     /// LIB in percent.
     pub lib_percent: f64,
     /// Lower bound on any mapping's makespan, `max(ideal, max task time)`,
-    /// for "percent of ideal" (the greedy bound of `research/global.md` §8).
+    /// for "percent of ideal" (the classic list-scheduling bound that
+    /// greedy/LPT results are measured against).
     pub lower_bound: f64,
     /// Tasks moved from the input's current mapping, when it had one.
     pub migrations: Option<usize>,

@@ -1,6 +1,6 @@
 //! Spec strings: `name:key=value,key=value`, nested specs in parentheses
 //! (`hier:nodes=4,outer=(binlpt:chunks=80),inner=refine`). One grammar for
-//! every policy family (DESIGN.md, Conventions).
+//! every policy family (`docs/conventions.md#spec-strings`).
 //!
 //! ```text
 //! spec  := name [ ':' param { ',' param } ]

@@ -905,7 +905,7 @@ fn known_answers_through_the_registry_equal_the_direct_path() {
     assert_eq!(Greedy::map_direct(&lpt, 2), [0, 1, 1, 0, 1]);
     assert_eq!(ctx_map("block", &[1.0; 7], 3, None), [0, 0, 0, 1, 1, 2, 2]);
     assert_eq!(ctx_map("round-robin", &[1.0; 5], 3, None), [0, 1, 2, 0, 1]);
-    // BinLPT golden vector (research/global.md §2.3): P = 2, K = 4.
+    // BinLPT golden vector (as Penna's libgomp fork and MOGSLib compute it): P = 2, K = 4.
     let desc = [5.0, 4.0, 3.0, 2.0, 1.0];
     assert_eq!(
         ctx_map("binlpt:chunks=4,cut=faithful", &desc, 2, None),

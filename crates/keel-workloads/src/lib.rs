@@ -1,5 +1,5 @@
 //! `keel-workloads`: the costs of the papers' benchmark applications, as
-//! plain data every Keel context can use (DESIGN.md, "Workloads").
+//! plain data every Keel context can use (`docs/conventions.md#workloads`).
 //!
 //! Nothing here runs anything. A workload is a [`MappingProblem`]: task
 //! loads, PU background loads and the optional concepts (speeds,

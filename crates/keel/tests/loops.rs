@@ -14,7 +14,8 @@ mod common;
 use common::{counters, not_once, pool};
 
 /// Every registered schedule that needs no user input (the registry's own
-/// test pins that it holds every name of DESIGN.md's list), and `auto` with
+/// test pins that it holds every name of `docs/conventions.md#loop-schedules`),
+/// and `auto` with
 /// each selection method.
 fn schedules() -> Vec<String> {
     let mut all = keel::policy::dls::registry().names();

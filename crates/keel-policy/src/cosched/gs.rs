@@ -1,7 +1,6 @@
-//! `gs`: strict gang scheduling over the Ousterhout matrix (paper
-//! `flexible-coscheduling-fcs.txt` §3, and footnote 1 of §2.1: "in strict
-//! gang scheduling each job is assigned a dedicated timeslot, and can only
-//! be run in that slot"; `research/farm_cosched.md` §B.1).
+//! `gs`: strict gang scheduling over the Ousterhout matrix (FCS paper §3,
+//! and footnote 1 of §2.1: "in strict gang scheduling each job is assigned
+//! a dedicated timeslot, and can only be run in that slot").
 //!
 //! Each slot, the process the matrix assigns to a PE runs alone and an
 //! empty cell leaves its PE idle: no alternate scheduling fills the holes.

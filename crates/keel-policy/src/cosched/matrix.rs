@@ -1,6 +1,5 @@
-//! The Ousterhout matrix of gang scheduling (paper
-//! `flexible-coscheduling-fcs.txt` §2.2, "packs the jobs into an
-//! Ousterhout matrix"; `research/farm_cosched.md` §B.1): rows are time
+//! The Ousterhout matrix of gang scheduling (FCS paper §2.2, "packs the
+//! jobs into an Ousterhout matrix"; Ousterhout, ICDCS 1982): rows are time
 //! slots, columns are PEs, and each job occupies one cell per process, all
 //! in one row.
 //!

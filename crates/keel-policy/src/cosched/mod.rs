@@ -1,6 +1,6 @@
-//! Cluster coscheduling: Flexible CoScheduling and its baselines (paper
-//! `flexible-coscheduling-fcs.txt`, §2 for FCS and §3 for FCFS, GS, Local
-//! and SB; `research/farm_cosched.md` §B for the Ousterhout matrix).
+//! Cluster coscheduling: Flexible CoScheduling and its baselines (FCS
+//! paper, §2 for FCS and §3 for FCFS, GS, Local and SB; Ousterhout's
+//! matrix of gang scheduling, ICDCS 1982).
 //!
 //! A machine manager packs jobs into an Ousterhout [`Matrix`] (rows = time
 //! slots, columns = PEs) and, every time slice, tells every node manager to
@@ -27,7 +27,7 @@
 //! assigned slot ends, calls [`ProcessSched::finish_slot`] with the
 //! process's [`CommStats`] since the last reset (Algorithm 2).
 //!
-//! Spec strings follow DESIGN.md's grammar: `sb:spin=5e-5`,
+//! Spec strings follow `docs/conventions.md#spec-strings`: `sb:spin=5e-5`,
 //! `fcs:cs-thresh=0.02,t-spin=1e-4`, `gs:t-slice=0.05`. Build them with
 //! [`parse`] (typed [`CoschedError`]s) or through the generic [`registry()`].
 
@@ -59,7 +59,7 @@ use crate::error::PolicyError;
 use crate::registry::Registry;
 use crate::spec::Spec;
 
-/// The cosched names of DESIGN.md (Conventions), in registry order.
+/// The cosched names (`docs/conventions.md#policy-names`), in registry order.
 pub const NAMES: [&str; 5] = ["fcfs", "gs", "local", "sb", "fcs"];
 
 /// Identifies a parallel job (the context's job id).

@@ -1,7 +1,7 @@
 //! `sb`: local scheduling with spin-block waits, the paper's stand-in for
-//! implicit coscheduling (paper `flexible-coscheduling-fcs.txt` §3: a
-//! process waiting for synchronous communication polls for a fixed 100 µs
-//! and then blocks; `research/farm_cosched.md` §B.6). Every job is
+//! implicit coscheduling (FCS paper §3: a process waiting for synchronous
+//! communication polls for a fixed 100 µs and then blocks; implicit
+//! coscheduling is Arpaci-Dusseau, Culler and Mainwaring's, SIGMETRICS 1998). Every job is
 //! resident and OS-scheduled; blocking hands the CPU to a process whose
 //! peers are running, so jobs tend to self-synchronise.
 

@@ -1,5 +1,5 @@
 //! `af` and `maf`: adaptive factoring (Banicescu & Liu), LB4OMP's `af` and
-//! `af_a` (`research/loops.md` §2.3 "AF"; Auto4OMP portfolio index 11 is
+//! `af_a` (its `kmp_dispatch.cpp`; Auto4OMP portfolio index 11 is
 //! `maf`).
 //!
 //! Each thread measures its own mean `μ_i` and standard deviation `σ_i` of

@@ -1,6 +1,6 @@
 //! `awf-b`, `awf-c`, `awf-d`, `awf-e`: adaptive weighted factoring with
 //! weights updated at every chunk request (Cariño & Banicescu), LB4OMP's
-//! `awf_b` … `awf_e` (`research/loops.md` §2.3; Auto4OMP portfolio
+//! `awf_b` … `awf_e` (its `kmp_dispatch.cpp`; Auto4OMP portfolio
 //! indices 7–10).
 //!
 //! Each thread `i` publishes `π_i = Σκ·Δt_κ / Σκ·cs_κ`, its time per

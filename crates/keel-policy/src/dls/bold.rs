@@ -1,5 +1,5 @@
-//! `bold`: Hagerup's BOLD strategy, LB4OMP's `bold` (`research/loops.md`
-//! §2.2 "BOLD", a transcription of LB4OMP's algorithms 1 and 2).
+//! `bold`: Hagerup's BOLD strategy, LB4OMP's `bold` (a transcription of
+//! LB4OMP's algorithms 1 and 2 in its `kmp_dispatch.cpp`).
 //!
 //! At plan time, from the profile (μ, σ) and the overhead `h`:
 //! `a = 2(σ/μ)²`, `b = 8a·ln(8a)`, `ln_b = ln b` (if `b > 0`),

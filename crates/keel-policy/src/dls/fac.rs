@@ -1,6 +1,6 @@
 //! `fac` and `mfac`: factoring (Flynn Hummel, Schonberg & Flynn) with a
 //! profiled mean μ and standard deviation σ of the iteration time, LB4OMP's
-//! `fac` and `faca` (`research/loops.md` §2.2 "FAC", "mFAC").
+//! `fac` and `faca` (its `kmp_dispatch.cpp`).
 //!
 //! Iterations are handed out in batches of `P` equal chunks. With `R_j` the
 //! iterations left when batch `j` starts and `b_j = P·σ / (2·μ·√R_j)`:

@@ -1,5 +1,5 @@
 //! `fac2` and `mfac2`: practical factoring with `x = 2` (Flynn Hummel,
-//! Schonberg & Flynn), LB4OMP's `fac2` and `fac2a` (`research/loops.md` §2.2;
+//! Schonberg & Flynn), LB4OMP's `fac2` and `fac2a` (its `kmp_dispatch.cpp`;
 //! Auto4OMP portfolio index 5 is `mfac2`).
 //!
 //! Batch `j` is `P` chunks of `cs_j = max(⌈N/(P·2^{j+1})⌉, k)` iterations,

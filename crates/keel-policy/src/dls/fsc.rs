@@ -1,5 +1,5 @@
 //! `fsc`: fixed-size chunking (Kruskal & Weiss), LB4OMP's `fsc`
-//! (`research/loops.md` §2.2 "FSC").
+//! (its `kmp_dispatch.cpp`).
 //!
 //! One size for the whole instance,
 //! `cs = ⌊(√2·N·h / (σ·P·√(ln P)))^{2/3}⌋`, then at least `k` — the size that

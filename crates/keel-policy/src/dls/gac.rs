@@ -1,5 +1,5 @@
 //! `gac`: LLVM's `guided_analytical_chunked`, what libomp's `schedule(auto)`
-//! runs (`research/loops.md` §2.1 "GAC"; Auto4OMP portfolio index 3).
+//! runs (libomp's `kmp_dispatch.cpp`; Auto4OMP portfolio index 3).
 //!
 //! With `x = 1 − 1/(2P)`, the iterations left after `i` chunks are
 //! `Rem(i) = ⌈N·xⁱ⌉` (`Rem(0) = N`) and chunk `i` is

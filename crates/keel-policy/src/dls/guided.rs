@@ -1,4 +1,4 @@
-//! Guided self-scheduling (`research/loops.md` §2.1).
+//! Guided self-scheduling (Polychronopoulos & Kuck; OpenMP's `guided`).
 //!
 //! - `gss` = `guided`: the classic rule and libgomp's, `⌈R/P⌉`, at least `k`.
 //! - `gss-llvm`: LLVM's `guided_iterative_chunked`: `⌊R/(2P)⌋` while

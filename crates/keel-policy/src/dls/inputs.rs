@@ -26,7 +26,7 @@ use super::LoopShape;
 
 /// Scheduling overhead `h` assumed when the context measures none: 1 µs.
 /// LB4OMP's `KMP_OVERHEAD` default is 1000 µs, two to three orders of
-/// magnitude above one dispatch measured here (`research/loops.md` §5: about
+/// magnitude above one dispatch measured here (EPCC schedbench-style: about
 /// 6–22 ns per chunk, plus the runtime's bookkeeping); 1 µs is a
 /// conservative upper estimate of one chunk's cost including timing.
 pub const DEFAULT_OVERHEAD: f64 = 1e-6;

@@ -1,6 +1,7 @@
-//! Dynamic loop self-scheduling: the DLS portfolio of Auto4OMP (paper
-//! `auto4omp-automated-loop-schedule-selection.txt` §3.2) and LB4OMP, with
-//! the formulas of `research/loops.md` §2.
+//! Dynamic loop self-scheduling: the DLS portfolio of Auto4OMP (Auto4OMP
+//! paper §3.2) and LB4OMP, with the formulas as LLVM's libomp and LB4OMP
+//! implement them in `kmp_dispatch.cpp` (summarised in
+//! `docs/conventions.md#loop-schedules`).
 //!
 //! A schedule here is a *pure chunk calculator*. The context (`keel::loops`)
 //! claims chunks atomically and feeds adaptive schedules their measurements;
@@ -93,7 +94,8 @@ pub struct LoopShape {
     pub iterations: u64,
     /// Number of threads `P` taking part (`>= 1`).
     pub threads: usize,
-    /// The chunk parameter `k` (DESIGN.md Conventions): exact for `static,k`
+    /// The chunk parameter `k` (`docs/conventions.md#the-chunk-parameter`):
+    /// exact for `static,k`
     /// and `dynamic,k`, a minimum for the others, the stealing unit for
     /// `static-steal`, the last chunk for `tss`. `None` means the
     /// schedule's default.

@@ -1,5 +1,5 @@
-//! The `loop schedule` registry and `KEEL_SCHEDULE` parsing (DESIGN.md
-//! Conventions: loop schedule names, the chunk parameter).
+//! The `loop schedule` registry and `KEEL_SCHEDULE` parsing
+//! (`docs/conventions.md#loop-schedules`, `#the-chunk-parameter`).
 //!
 //! Two syntaxes reach the same schedules:
 //! - OpenMP's `kind[,chunk]` (`OMP_SCHEDULE`, `KEEL_SCHEDULE`): `static`,
@@ -34,8 +34,8 @@ use super::{
 };
 
 /// The Auto4OMP portfolio in the order of its released code, the indices
-/// every selection method uses (DESIGN.md Conventions, `research/loops.md`
-/// §3.2).
+/// every selection method uses (`docs/conventions.md#auto4omp-portfolio-order`;
+/// the released code's `autoDLSPortfolio`).
 pub const AUTO4OMP_PORTFOLIO: [&str; 12] = [
     "static",
     "ss",

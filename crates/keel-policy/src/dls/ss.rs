@@ -1,4 +1,4 @@
-//! `ss` = `dynamic[,k]`: self-scheduling (`research/loops.md` §2.1). Chunk
+//! `ss` = `dynamic[,k]`: self-scheduling (OpenMP's `dynamic`). Chunk
 //! `i` is `[i·k, i·k + k)`: one `fetch_add` on the chunk index claims it.
 
 use super::{Chunk, Claim, LoopShape, Rule};

@@ -1,4 +1,4 @@
-//! `static` and `static,k` (`research/loops.md` §2.1; OpenMP's static
+//! `static` and `static,k` (libomp's `kmp_sched.cpp`; OpenMP's static
 //! schedule). Without `k`: libomp's `static_balanced` — thread `t` gets one
 //! block of `⌊N/P⌋` iterations, the first `N mod P` threads one more. With
 //! `k`: blocks of exactly `k` dealt round-robin, block `r·P + t` to thread

@@ -1,4 +1,4 @@
-//! `static-steal`: libomp's `static_steal` (`research/loops.md` §2.1;
+//! `static-steal`: libomp's `static_steal` (`kmp_dispatch.cpp`;
 //! Auto4OMP portfolio index 6).
 //!
 //! The loop is cut into `nch = ⌈N/k⌉` chunks of `k` (the chunk parameter is

@@ -1,4 +1,4 @@
-//! `tap`: tapering (Lucco), LB4OMP's `tap` (`research/loops.md` §2.2 "TAP").
+//! `tap`: tapering (Lucco), LB4OMP's `tap` (its `kmp_dispatch.cpp`).
 //!
 //! With `T = R/P` and `v = α·σ/μ`:
 //! `cs = ⌈T + v²/2 − v·√(2T + v²/4)⌉`, at least `k` — guided's share `T`

@@ -1,9 +1,9 @@
 //! `tss`: trapezoid self-scheduling (Tzen & Ni), LLVM's `trapezoidal`
-//! (`research/loops.md` §2.1 "TSS"; Auto4OMP portfolio index 2).
+//! (libomp's `kmp_dispatch.cpp`; Auto4OMP portfolio index 2).
 //!
 //! Integer arithmetic, as LLVM: first chunk `F = max(1, ⌊N/(2P)⌋)`, last chunk
-//! `L = clamp(k, 1, F)` (the chunk parameter is the *last* chunk, DESIGN.md
-//! Conventions), `n = max(2, ⌈2N/(F+L)⌉)` chunks, decrement
+//! `L = clamp(k, 1, F)` (the chunk parameter is the *last* chunk,
+//! `docs/conventions.md#the-chunk-parameter`), `n = max(2, ⌈2N/(F+L)⌉)` chunks, decrement
 //! `δ = ⌊(F−L)/(n−1)⌋`. Chunk `i` has `F − iδ` iterations and starts at
 //! `start_i = i·(2F − (i−1)·δ)/2` (exact: `i(i−1)` is even), so one
 //! `fetch_add` on the chunk index claims it. Because `δ` is rounded down the

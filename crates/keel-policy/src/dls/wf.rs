@@ -1,6 +1,6 @@
 //! `wf` and `awf`: weighted factoring (Hummel, Schmidt, Uma & Wein) and its
 //! time-stepping adaptive form (Banicescu et al.), LB4OMP's `wf` and `awf`
-//! (`research/loops.md` §2.2 "WF", §2.3 "AWF").
+//! (LB4OMP's `kmp_dispatch.cpp`).
 //!
 //! Both scale the mFAC2 batch size by the requesting thread's weight:
 //! `cs = max(⌈w_t · ⌈N/(P·2^{j+1})⌉⌉, k)` for request `c` in batch

@@ -1,6 +1,8 @@
 //! How many chunks of a potential task to expose for stealing
-//! (`papers/charm-openmp-integrated-load-balancing.txt` §4.3.2–4.3.3; the
-//! released code's heuristic is in `research/global.md` §3.11).
+//! (Charm++ + OpenMP paper, §4.3.2–4.3.3; the released code's heuristic is
+//! Charm++'s OpenMP integration, `src/libs/conv-libs/openmp_llvm`: a team of
+//! `min(requested, max(idle PEs + 1, mean stolen ratio))` threads, the ratio
+//! `⌈team / tasks the master ran⌉` averaged over a window of 16 joins).
 //!
 //! An object running a parallel loop over its own work cuts it into chunks.
 //! Pushing every chunk on a stealable deque costs queue traffic the owner

@@ -1,6 +1,6 @@
-//! Farm dispatch: which worker gets the next item of a stream (paper
-//! `fastflow-adaptive-round-robin-farm.txt`, §II; FastFlow's own policies
-//! as described in `research/farm_cosched.md` §A.2).
+//! Farm dispatch: which worker gets the next item of a stream (FastFlow
+//! ARRS paper, §II; FastFlow's own policies as its `ff_loadbalancer`,
+//! `ff/lb.hpp`, implements them).
 //!
 //! A farm is an emitter, `p` workers each with its own single-producer
 //! input queue, and an optional collector. A [`Dispatch`] policy decides,
@@ -17,7 +17,7 @@
 //! | `on-demand` | FastFlow's `set_scheduling_ondemand`: round-robin over queues bounded at `capacity` slots | never | when every queue is full |
 //! | `shortest-queue` | the paper's ideal model (§III-C): exact levels at every item | every item | when every queue is full |
 //!
-//! Spec strings follow DESIGN.md's grammar: `arrs:chunk=300,near-end=8`,
+//! Spec strings follow `docs/conventions.md#spec-strings`: `arrs:chunk=300,near-end=8`,
 //! `on-demand:capacity=2`. Build them with [`parse`] (typed [`FarmError`]s)
 //! or through the generic [`registry()`].
 //!
@@ -58,7 +58,7 @@ use crate::error::PolicyError;
 use crate::registry::Registry;
 use crate::spec::Spec;
 
-/// The farm names of DESIGN.md (Conventions), in registry order.
+/// The farm names (`docs/conventions.md#policy-names`), in registry order.
 pub const NAMES: [&str; 5] = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
 
 /// What a policy may read about the workers' input queues. The thread

@@ -1,6 +1,6 @@
 //! `on-demand`: FastFlow's on-demand scheduling
-//! (`ff_farm::set_scheduling_ondemand(inbufferentries = 1)`,
-//! `research/farm_cosched.md` §A.2): every worker's input queue is bounded
+//! (`ff_farm::set_scheduling_ondemand(inbufferentries = 1)` in FastFlow's
+//! `ff/lb.hpp`): every worker's input queue is bounded
 //! at `capacity` slots and the emitter runs its ordinary round-robin, which
 //! skips full queues; a busy worker's queue is full, so items go to whoever
 //! has taken its last one. The policy is `rr` plus the capacity it asks the

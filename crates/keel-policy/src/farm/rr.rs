@@ -1,6 +1,6 @@
 //! `rr`: round-robin dispatch, FastFlow's default emitter policy and the
-//! paper's RRS (`fastflow-adaptive-round-robin-farm.txt` §II;
-//! `research/farm_cosched.md` §A.2: `selectworker()` returns
+//! paper's RRS (FastFlow ARRS paper §II; in FastFlow's `ff/lb.hpp`,
+//! `selectworker()` returns
 //! `++nextw % running`, and `schedule_task` moves on to the next worker when
 //! a bounded queue is full). With unbounded queues the order is strict.
 

@@ -1,5 +1,6 @@
 //! `binlpt`: BinLPT (Penna et al., WSCAD 2017; ARTful paper §4.1), as in
-//! `research/global.md` §2.3. Movable tasks, in index order, are cut into at
+//! Penna's libgomp fork and MOGSLib implement it. Movable tasks, in index
+//! order, are cut into at
 //! most `chunks` contiguous chunks by workload; the chunks are then mapped
 //! largest first to the least-loaded PU (LPT).
 //!
@@ -251,7 +252,7 @@ mod tests {
         bounds.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
-    /// `research/global.md` §2.3: reproduced from libgomp-BinLPT and MOGSLib.
+    /// Golden vectors reproduced from libgomp-BinLPT and MOGSLib.
     #[test]
     fn faithful_cut_reproduces_the_golden_vectors() {
         let threes_then_ones: Vec<f64> = [3.0; 8].iter().chain(&[1.0; 8]).copied().collect();

@@ -1,5 +1,6 @@
 //! `greedy`: Largest Processing Time first (ARTful paper Algorithm 1) with
-//! Charm++ GreedyLB's semantics (`research/global.md` §3.1–3.2): PUs start at
+//! Charm++ GreedyLB's semantics (`src/ck-ldb/GreedyLB.C`, TreeLB's
+//! `greedy.h`): PUs start at
 //! their background time plus their unmigratable tasks; the heaviest movable
 //! task goes to the PU with the least time, which grows by `load / speed`;
 //! unavailable PUs get nothing; ties go to the lower task, then PU, index.

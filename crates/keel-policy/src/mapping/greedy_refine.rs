@@ -1,4 +1,5 @@
-//! `greedy-refine`: Charm++ TreeLB's GreedyRefine (`research/global.md` §3.4).
+//! `greedy-refine`: Charm++ TreeLB's GreedyRefine (after the legacy
+//! `GreedyRefineLB.C`).
 //! A greedy pre-pass gives the bound `M = greedy makespan × tolerance`; then
 //! tasks are placed heaviest first exactly as greedy does, except that a task
 //! stays on its current PU whenever that keeps the PU at or under `M`. The

@@ -1,5 +1,6 @@
 //! `hier`: hierarchical composition (Charm++ HybridLB / TreeLB levels,
-//! `research/global.md` §3.6). PUs are grouped into `nodes` contiguous
+//! a tree of balancers, each level balancing its groups). PUs are grouped
+//! into `nodes` contiguous
 //! groups; the `outer` policy maps tasks to nodes, then the `inner` policy
 //! maps each node's tasks onto that node's PUs. Both are any registry
 //! policies, called through context handlers built for each level — the

@@ -1,5 +1,5 @@
 //! Global task-to-PU mapping policies (ARTful paper §4.1; Charm++'s balancers
-//! and BinLPT as described in `research/global.md`).
+//! in `src/ck-ldb`, and BinLPT as Penna's libgomp fork and MOGSLib have it).
 //!
 //! Every policy implements [`MappingPolicy`]: it states its requirements as
 //! concept descriptors, reads its inputs only through the

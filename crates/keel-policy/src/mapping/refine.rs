@@ -1,6 +1,6 @@
 //! `refine`: start from the current mapping and move tasks off PUs whose time
 //! exceeds `tolerance × average`, with as few migrations as the greedy rule
-//! allows — Charm++'s RefineLB (`research/global.md` §3.3, legacy Refiner
+//! allows — Charm++'s RefineLB (`src/ck-ldb/RefineLB.C`, legacy Refiner
 //! with `overLoad = 1.05`), implemented without its O(light × objects) scan.
 //!
 //! 1. Tasks with no current PU, or on an unavailable PU, are placed first,

@@ -1,5 +1,5 @@
 //! ExpertSel (paper §3.3.3, Fig. 4–5, Table 1, Algorithm 1; released code
-//! as in `research/loops.md` §3.8). The fuzzy system itself is in
+//! `autoFuzzySearch` in LB4OMP's `kmp_dispatch.cpp`). The fuzzy system itself is in
 //! [`super::membership`].
 //!
 //! - Instance 1 runs STATIC, to measure the loop (the code reaches it by

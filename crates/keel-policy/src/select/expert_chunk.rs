@@ -1,5 +1,6 @@
 //! The expert chunk parameter (paper §3.1, Eq. 1; §3.4.1), as Auto4OMP's
-//! released code computes it (`research/loops.md` §3.3):
+//! released code computes it (`goldenChunkSize` in LB4OMP's
+//! `kmp_dispatch.cpp`):
 //!
 //! ```text
 //! μ     = ⌊ 0.618 · log2(⌊N/P⌋) ⌋
@@ -10,7 +11,8 @@
 //! space, 48 for the paper's `N = 10⁶`, `P = 20`. Under `auto` it takes the
 //! chunk parameter's place for whichever schedule is chosen: the exact chunk
 //! of STATIC and SS, the minimum chunk of the adaptive members, the stealing
-//! unit of static-steal (DESIGN.md Conventions). A result of 0 is ignored,
+//! unit of static-steal (`docs/conventions.md#the-chunk-parameter`). A
+//! result of 0 is ignored,
 //! as in Auto4OMP, and so is `N/P < 1`, where the logarithm is undefined.
 
 /// The golden-ratio exponent `0.618` (`1/φ`) of the released code.
@@ -47,7 +49,7 @@ mod tests {
     fn the_papers_and_the_notes_examples() {
         // Paper §3.1 / Fig. 1: SPHYNX L1, N = 10⁶, P = 20.
         assert_eq!(expert_chunk(1_000_000, 20), Some(48));
-        // research/loops.md §3.3.
+        // The released code's `goldenChunkSize` on these inputs.
         assert_eq!(expert_chunk(10_000, 16), Some(9));
         assert_eq!(expert_chunk(100_000, 16), Some(24));
         assert_eq!(expert_chunk(1_000_000, 16), Some(61));

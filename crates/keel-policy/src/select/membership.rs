@@ -1,6 +1,7 @@
 //! ExpertSel's fuzzy system (paper §3.3.3, Fig. 5, Table 1, Algorithm 1):
 //! every membership function, rule and defuzzification constant exactly as
-//! the released code has them (`research/loops.md` §3.8), including its
+//! the released code has them (`autoFuzzySearch` and its membership
+//! functions in LB4OMP's `kmp_dispatch.cpp`), including its
 //! imperfections, so ExpertSel's behaviour reproduces:
 //!
 //! - the slopes are the code's rounded ones (`0.166L − 0.64`, `−0.33ΔL`,
@@ -492,7 +493,7 @@ mod tests {
             ],
             [2.75, 1.5, 2.75, 4.0]
         );
-        // Pure outputs (research/loops.md §3.8).
+        // Pure outputs (the released code's `autoFuzzySearch`).
         let pure = |simple, moderate, aggressive| {
             initial_output(&InitialStrengths {
                 simple,
@@ -519,7 +520,7 @@ mod tests {
         assert_eq!(adjust(0.0, 0.0, 0.0), 0.0);
     }
 
-    /// The initial table's examples (research/loops.md §3.8), each checked
+    /// The initial table's examples (Table 1 as the released code has it), each checked
     /// by hand below.
     #[test]
     fn initial_rules_hand_computed() {
@@ -555,7 +556,7 @@ mod tests {
         assert_eq!(initial_choice(20.0, 30.0), 11);
     }
 
-    /// Algorithm 1's worked examples (research/loops.md §3.8), current DLS 4.
+    /// Algorithm 1's worked examples (as the released code runs it), current DLS 4.
     #[test]
     fn adjust_rules_hand_computed() {
         let inputs = |t: f64, t_prev: f64, lib: f64, lib_prev: f64| {

@@ -1,6 +1,6 @@
 //! Automatic schedule selection per loop: Auto4OMP's expert chunk and its
-//! three selection methods (paper `auto4omp-automated-loop-schedule-selection.txt`
-//! §3.1–3.4, as transcribed from the released code in `research/loops.md` §3),
+//! three selection methods (Auto4OMP paper §3.1–3.4, as its released code,
+//! LB4OMP's `kmp_dispatch.cpp`, implements them),
 //! Keel's own method `auto,keel`, and the Oracle / ManualBest yardsticks the
 //! evaluation reports.
 //!
@@ -22,11 +22,13 @@
 //! interleave. For every instance of that loop:
 //! 1. [`LoopSelector::choose`] with the instance's `N` and `P` returns a
 //!    [`Choice`]: the portfolio index ([`crate::dls::AUTO4OMP_PORTFOLIO`]
-//!    order, DESIGN.md Conventions) and the chunk parameter to run it with
+//!    order, `docs/conventions.md#auto4omp-portfolio-order`) and the chunk
+//!    parameter to run it with
 //!    (the expert chunk when enabled, else `None`: the schedule's default).
 //! 2. The context runs the loop with that schedule and measures it.
 //! 3. [`LoopSelector::observe`] takes a [`Measurement`]: `T_par` in seconds,
-//!    LIB in percent (DESIGN.md: `(1 − mean/max)·100`, no `P/(P−1)`), and
+//!    LIB in percent (`docs/conventions.md#metrics`: `(1 − mean/max)·100`,
+//!    no `P/(P−1)`), and
 //!    optionally per-thread finish times and the iteration count.
 //!
 //! The decision for instance `k` uses the measurements up to instance

@@ -1,5 +1,5 @@
-//! RandomSel (paper §3.3.1, Fig. 2; released code as in `research/loops.md`
-//! §3.5).
+//! RandomSel (paper §3.3.1, Fig. 2; released code: `autoRandomSearch` in
+//! LB4OMP's `kmp_dispatch.cpp`).
 //!
 //! At every instance draw `RND ~ U[0, 1)`; if the jump probability
 //! `P_j = LIB/10` (LIB of the previous instance, in percent) exceeds it,

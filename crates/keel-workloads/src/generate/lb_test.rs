@@ -1,5 +1,5 @@
 //! `lb-test`: the per-element work of Charm++'s `lb_test`
-//! (`tests/charm++/load_balancing/lb_test/`, `research/global.md` §3.9).
+//! (`tests/charm++/load_balancing/lb_test/` in Charm++).
 //!
 //! Each element busy-waits `min_us + (max_us - min_us) * U^4` µs with `U`
 //! uniform in `[0, 1)`: most elements are light and a few are up to

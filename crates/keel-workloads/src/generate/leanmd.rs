@@ -1,5 +1,5 @@
 //! `leanmd`: the compute objects of LeanMD, the Lennard-Jones mini-app that
-//! mimics NAMD's short-range forces (nikela/leanmd, `research/global.md` §3.9).
+//! mimics NAMD's short-range forces (nikela/leanmd, a Charm++ benchmark).
 //!
 //! Space is a periodic `x × y × z` grid of cells. Cell `id = cx + cy·x +
 //! cz·x·y` holds `100 + id·150 / (x·y·z)` particles (integer division, as in

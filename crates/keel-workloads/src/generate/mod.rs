@@ -1,5 +1,6 @@
 //! Built-in workload generators, named by spec strings with the policies'
-//! grammar (DESIGN.md, Conventions): `lb-test:tasks=16000,pus=80,seed=12345`.
+//! grammar (`docs/conventions.md#spec-strings`):
+//! `lb-test:tasks=16000,pus=80,seed=12345`.
 //!
 //! Every generator is deterministic from its parameters (random ones draw
 //! from [`rand_chacha::ChaCha8Rng`], whose stream is fixed across platforms

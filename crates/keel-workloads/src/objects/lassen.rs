@@ -1,5 +1,5 @@
-//! `lassen`: a Lassen-like moving front (`research/global.md` §5; the
-//! paper's §5 application). A 2-D grid of domains, 16 per PU (8 × 4 for 2
+//! `lassen`: a Lassen-like moving front (LLNL's Lassen proxy, whose source
+//! is not public; the Charm++ + OpenMP paper's §5 application). A 2-D grid of domains, 16 per PU (8 × 4 for 2
 //! PUs), block-mapped at start (row-major ids). A circular front expands
 //! from corner (0, 0) and crosses the grid — reaches the far corner — in
 //! 300 steps. Each domain costs a base 50 µs per step, done serially, plus

@@ -1,4 +1,5 @@
-//! `lb-test`: Charm++'s `lb_test` as objects (`research/global.md` §3.9).
+//! `lb-test`: Charm++'s `lb_test` as objects
+//! (`tests/charm++/load_balancing/lb_test/` in Charm++).
 //! Elements on a ring or a 2-D mesh; each does `min + (max − min)·U⁴` µs
 //! of serial work per step (U uniform in [0, 1), ChaCha8 from `seed`), in
 //! [10 µs, 3 ms] by default; with lb_test's dynamic imbalance the loads are

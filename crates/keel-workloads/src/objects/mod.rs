@@ -1,6 +1,6 @@
 //! Object workloads: over-decomposed applications for `keel::objects`
-//! (`papers/charm-openmp-integrated-load-balancing.txt` §4.4, §5;
-//! `research/global.md` §3.9 and §5). Each describes, per object and step,
+//! (Charm++ + OpenMP paper, §4.4, §5; Charm++'s `lb_test` benchmark and
+//! LLNL's Lassen proxy). Each describes, per object and step,
 //! work done serially in the step and work done by the object's
 //! potential-task loop over its cells, in spin units
 //! ([`crate::steps::spin`]); [`run_units`] performs it. Deterministic, no

@@ -1,6 +1,7 @@
 //! Task farms: an emitter, `N` workers and an optional collector, with the
 //! dispatch policies of `keel-policy::farm` (FastFlow's farm and the ARRS of
-//! `papers/fastflow-adaptive-round-robin-farm.txt`).
+//! the FastFlow ARRS paper, "An Adaptive Load-balancer for Task-scheduling
+//! in FastFlow").
 //!
 //! ```text
 //!                 ┌─ SPSC ─▶ worker 0 ─ SPSC ─┐

@@ -226,7 +226,8 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         self
     }
 
-    /// The chunk parameter (DESIGN.md Conventions); overrides one in the spec.
+    /// The chunk parameter (`docs/conventions.md#the-chunk-parameter`);
+    /// overrides one in the spec.
     pub fn chunk(mut self, chunk: u64) -> Self {
         self.chunk = Some(chunk);
         self
@@ -322,7 +323,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 None
             };
             // The loop's own chunk wins; under `auto` the expert chunk takes
-            // the chunk parameter's place (DESIGN.md Conventions).
+            // the chunk parameter's place (docs/conventions.md#the-chunk-parameter).
             let chunk = self.chunk.or(auto_chunk).or(parsed.chunk);
             let shape = LoopShape::new(iterations, threads, chunk).map_err(schedule_error)?;
             let assignment = match parsed.schedule.as_workload() {

@@ -57,7 +57,7 @@ pub struct InstanceStats {
     pub chunks: Vec<u64>,
     /// Iterations each participant executed.
     pub thread_iterations: Vec<u64>,
-    /// LIB = (1 − mean/max)·100 over the finish times (DESIGN.md Conventions).
+    /// LIB = (1 − mean/max)·100 over the finish times (`docs/conventions.md#metrics`).
     pub lib_percent: f64,
     /// Under `auto`: why the selection method chose this instance's
     /// schedule (`explore`, `exploit`, `jump`, …); `None` for a fixed one.

@@ -1,5 +1,6 @@
-//! Over-decomposed objects (`papers/charm-openmp-integrated-load-balancing.txt`
-//! §2–3, §5; Charm++'s measurement-based balancing, `research/global.md` §3).
+//! Over-decomposed objects (Charm++ + OpenMP paper, §2–3, §5; Charm++'s
+//! measurement-based balancing, whose load database and balancers live in
+//! its `src/ck-ldb`).
 //!
 //! The user creates many objects — far more than PUs — each owning its
 //! state and a [`Object::step`]. Keel maps them to PUs (the pool's
@@ -63,7 +64,8 @@ use crate::pool::ThreadPool;
 use crate::tasks::{TaskSummary, TaskWorker, Tasks, WorkerStats};
 
 /// The environment variable naming the mapping policy for objects
-/// (DESIGN.md, Conventions), read when the code names none.
+/// (`docs/conventions.md#environment-variables`), read when the code names
+/// none.
 pub const ENV_LB: &str = "KEEL_LB";
 
 /// The mapping policy when neither code nor `KEEL_LB` names one.

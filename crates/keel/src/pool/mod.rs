@@ -18,7 +18,7 @@ pub use env::{PoolError, WaitPolicy, MAX_THREADS};
 /// Spins (each a `spin_loop` hint) before a waiting thread parks, under the
 /// default wait policy: long enough to bridge back-to-back loops, short
 /// enough not to burn a core for long when idle (waking a parked thread costs
-/// 20–50 µs on these machines; see `research/style_perf.md` §2).
+/// 20–50 µs on these two-core machines).
 pub const DEFAULT_SPINS: u32 = 1 << 16;
 /// A spinning thread yields its core every this many spins, so that spinning
 /// stays harmless when threads outnumber cores.

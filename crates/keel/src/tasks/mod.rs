@@ -1,6 +1,6 @@
 //! Potential tasks: per-worker work-stealing deques for the parallel loops
 //! objects run inside their steps
-//! (`papers/charm-openmp-integrated-load-balancing.txt` §4.1–4.3).
+//! (Charm++ + OpenMP paper, §4.1–4.3).
 //!
 //! An object's step calls [`TaskWorker::for_each`] over its own work. The
 //! loop is cut into chunks; `keel_policy::expose` decides how many of them
