@@ -1,5 +1,5 @@
 //! `keel-cosched`: a real user-space gang scheduler for Linux implementing
-//! Flexible CoScheduling (paper `flexible-coscheduling-fcs.txt`, §2) and its
+//! Flexible CoScheduling (FCS paper, §2) and its
 //! baselines FCFS, GS, Local and SB (§3), with the policies of
 //! `keel_policy::cosched` enacted on real processes.
 //!

@@ -1,6 +1,6 @@
 //! FCS process classification: the measured statistics of Table 1, the
 //! constants of Table 2 and the reclassification heuristic of Algorithm 2
-//! (paper `flexible-coscheduling-fcs.txt` §2.1, §2.3, §2.4; Fig. 2 is the
+//! (FCS paper §2.1, §2.3, §2.4; Fig. 2 is the
 //! phase diagram [`classify`] draws).
 
 use super::{kebab_keys, positive_seconds, CoschedError, ProcessClass};

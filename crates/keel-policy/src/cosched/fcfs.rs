@@ -1,6 +1,5 @@
 //! `fcfs`: first-come-first-served batch scheduling, the dedicated
-//! extreme among the paper's baselines (paper
-//! `flexible-coscheduling-fcs.txt` §3: "a completely dedicated job
+//! extreme among the paper's baselines (FCS paper §3: "a completely dedicated job
 //! assignment"; §1: space slicing, nodes dedicated for the duration of the
 //! run). Jobs start in arrival order, each on its own PEs, and run to
 //! completion with no time slicing; a waiting process busy-waits, as it

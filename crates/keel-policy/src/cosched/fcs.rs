@@ -1,5 +1,5 @@
-//! `fcs`: Flexible CoScheduling (paper `flexible-coscheduling-fcs.txt`
-//! §2): gang scheduling over the Ousterhout matrix in which each node
+//! `fcs`: Flexible CoScheduling (FCS paper §2): gang scheduling over the
+//! Ousterhout matrix in which each node
 //! manager may overrule the slot by process class — Algorithm 1 at every
 //! multi-context-switch ([`super::context_switch`]) and Algorithm 2 at the
 //! end of each process's assigned slot ([`super::ProcessSched::finish_slot`]),

@@ -1,5 +1,5 @@
 //! `local`: local scheduling, the uncoordinated extreme among the paper's
-//! baselines (paper `flexible-coscheduling-fcs.txt` §3: "a completely
+//! baselines (FCS paper §3: "a completely
 //! shared, uncoordinated one"). Every job's processes are resident all the
 //! time and each node's OS schedules them; a waiting process busy-waits
 //! ("gang and locally-scheduled processes always busy-wait"), so it burns

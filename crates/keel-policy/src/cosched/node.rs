@@ -1,5 +1,5 @@
 //! What a node manager does on one PE at a multi-context-switch: FCS's
-//! Algorithm 1 (paper `flexible-coscheduling-fcs.txt` §2.2), and the two
+//! Algorithm 1 (FCS paper §2.2), and the two
 //! building blocks every policy's decision is made of — one process alone
 //! for the slot, or every resident process under the OS scheduler.
 

@@ -1,5 +1,4 @@
-//! Tests for the coscheduling policies (paper
-//! `flexible-coscheduling-fcs.txt` §2–3): Table 2's constants, every branch
+//! Tests for the coscheduling policies (FCS paper §2–3): Table 2's constants, every branch
 //! of Algorithm 2 and its boundaries, the phase diagram of Fig. 2 as a
 //! grid property, Algorithm 1 and the baselines' slot decisions, the
 //! Ousterhout matrix's packing and compaction, and the registry and spec

@@ -1,6 +1,6 @@
 //! `arrs`: the adaptive round-robin scheduler of Moniruzzaman, Idrees,
 //! Roßbory and Gracia, "An adaptive load-balancer for task-scheduling in
-//! FastFlow", INFOCOMP 2015 (`fastflow-adaptive-round-robin-farm.txt`),
+//! FastFlow", INFOCOMP 2015,
 //! exactly as its Fig. 5 and §II describe:
 //!
 //! ```text

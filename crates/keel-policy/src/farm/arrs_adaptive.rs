@@ -1,5 +1,5 @@
 //! `arrs-adaptive`: ARRS with the two changes its authors name as future
-//! work (`fastflow-adaptive-round-robin-farm.txt` §IV: "shortening the
+//! work (FastFlow ARRS paper §IV: "shortening the
 //! initial round-robin phase and … adapting the scheduler's block size to
 //! the number of tasks that are ready for scheduling"). Everything else is
 //! `arrs`'s ([`super::Arrs`]): level recording once per block, levelling of

@@ -1,5 +1,5 @@
 //! `shortest-queue`: the ideal scheduler of the paper's model
-//! (`fastflow-adaptive-round-robin-farm.txt` §III-C, Eq. 2: "the former
+//! (FastFlow ARRS paper §III-C, Eq. 2: "the former
 //! takes scheduling decisions for each incoming task"): every item goes to
 //! the queue with the fewest waiting items, read exactly at every item.
 //! Ties go to the first tied worker after the previous choice, so equal

@@ -1,5 +1,5 @@
 //! Farm workloads: the task streams of the paper's experiments
-//! (`fastflow-adaptive-round-robin-farm.txt` §III), each with a body that
+//! (FastFlow ARRS paper §III), each with a body that
 //! does the work, deterministic and reading no clock.
 //!
 //! | name | tasks | cost | paper |

@@ -1,6 +1,5 @@
 //! `lavamd`: a LavaMD-like loop with an exponential cost per box, after the
-//! configuration of the ARTful paper (`artful-mogslib-portable-global-schedulers.txt`
-//! §5.2.2), which recreates Penna et al.'s BinLPT experiments: "113 cubes"
+//! configuration of the ARTful paper (§5.2.2), which recreates Penna et al.'s BinLPT experiments: "113 cubes"
 //! (11³ boxes; the superscript was lost in the text) each holding "a random
 //! number of particles generated through an exponential distribution with
 //! γ = 0.2".

@@ -1,5 +1,5 @@
 //! `mandelbrot`: the escape-time Mandelbrot loop, one of Auto4OMP's five
-//! applications (paper `auto4omp-automated-loop-schedule-selection.txt` §4,
+//! applications (Auto4OMP paper §4,
 //! reference 17), as a loop over the image's pixel columns (or rows).
 //!
 //! The image is `width × height` pixels over the rectangle
