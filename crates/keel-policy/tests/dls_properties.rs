@@ -1,5 +1,5 @@
-//! Property tests of the loop schedules' contract (STYLE.md, "Test the
-//! contract, then the protocol").
+//! Property tests of the loop schedules' contract, exactly once above all, over
+//! grids and random inputs; the protocols that enact it are tested apart.
 //!
 //! 1. Exactly once: every schedule (every registered name, parameter
 //!    variants, with and without measured inputs) is run by a single-threaded

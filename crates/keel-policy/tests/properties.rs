@@ -1,5 +1,5 @@
-//! Property tests of the mapping family's contract (STYLE.md, "Test the
-//! contract, then the protocol").
+//! Property tests of the mapping family's contract, exactly once above all, over
+//! grids and random inputs; the protocols that enact it are tested apart.
 //!
 //! 1. Exactly once, on available PUs, pinned tasks stay — every built-in
 //!    policy and parameter variant in [`SPECS`], on random valid inputs built
