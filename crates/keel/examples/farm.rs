@@ -18,7 +18,7 @@ const ITEMS: u64 = 20_000;
 
 /// Uneven work: every 16th item costs 20 times the others.
 fn process(item: u64) -> u64 {
-    let rounds = if item % 16 == 0 { 2_000 } else { 100 };
+    let rounds = if item.is_multiple_of(16) { 2_000 } else { 100 };
     let mut x = item;
     for _ in 0..rounds {
         x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
