@@ -1,0 +1,236 @@
+//! `fig5`: §3.3's Fig. 5, the granularity × variability × pattern sweep,
+//! its tables, the paper's observations checked, and the SVG plots.
+
+use std::io::Write;
+use std::path::Path;
+
+use keel_sim::cluster::scenarios::{fig5_findings, fig5_sweep, Fig5Point};
+use keel_sim::cluster::OsModel;
+use keel_workloads::bsp;
+use keel_workloads::bsp::Pattern;
+
+use super::tables::{label, write_setup};
+use super::{sim_error, Common, Fig5Args, Fig5Report, Setup};
+use crate::error::CliError;
+use crate::report;
+
+pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
+    let scale = common.scale()?;
+    let specs = common.specs(&scenarios_fig5_policies())?;
+    let patterns = a
+        .patterns
+        .iter()
+        .map(|p| Pattern::parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.granularities.is_empty() || a.variabilities.is_empty() || patterns.is_empty() {
+        return Err(CliError::Usage(
+            "fig5 needs at least one granularity, variability and pattern".into(),
+        ));
+    }
+    // Checked before the sweep: a bad value fails at once, not an hour in.
+    for &g in &a.granularities {
+        bsp::fig5(g, 0.0, Pattern::Barrier)?;
+    }
+    for &v in &a.variabilities {
+        bsp::fig5(0.004, v, Pattern::Barrier)?;
+    }
+    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE, OsModel::linux_2_4())?;
+    let total = patterns.len() * a.granularities.len() * a.variabilities.len() * specs.len();
+    let bar = crate::sim::progress(total as u64, "sim cosched fig5", common.quiet);
+    let points = fig5_sweep(
+        &patterns,
+        &a.granularities,
+        &a.variabilities,
+        &specs,
+        &model,
+        scale,
+        &mut || bar.inc(1),
+    );
+    bar.finish_and_clear();
+    let points = points.map_err(sim_error)?;
+    let findings = fig5_findings(&points);
+    let report = Fig5Report {
+        setup: Setup {
+            seed: common.seed,
+            scale,
+            model,
+        },
+        points,
+        findings,
+    };
+    // The tables come first, the plots after: a plot that cannot be
+    // written must not throw away what was computed; its failure is still
+    // the command's error, naming the path.
+    let plots = |out: &mut dyn Write| -> Result<(), CliError> {
+        let Some(dir) = &a.svg else {
+            return Ok(());
+        };
+        out.flush()?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::Usage(format!("svg {}: {e}", dir.display())))?;
+        for p in &patterns {
+            plot_fig5(
+                &dir.join(format!("fig5-{}.svg", p.name())),
+                p.name(),
+                a,
+                &specs,
+                &report.points,
+            )?;
+        }
+        Ok(())
+    };
+    if common.json {
+        serde_json::to_writer(&mut *out, &report)?;
+        writeln!(out)?;
+        return plots(out);
+    }
+    write_setup(out, &report.setup)?;
+    writeln!(
+        out,
+        "§3.3 Fig. 5: 4 jobs × 64 processes on 32 nodes × 2 PEs, {:.0} s of compute per job (× scale); cells: turnaround / (CPU work / PEs)",
+        bsp::FIG5_WORK_S
+    )?;
+    for p in &patterns {
+        for &v in &a.variabilities {
+            writeln!(out)?;
+            writeln!(out, "{} pattern, variability ±{:.0} %", p.name(), v * 100.0)?;
+            let mut header = vec!["granularity".to_string()];
+            header.extend(specs.iter().map(|s| label(&policy_name(s))));
+            header.push("FCS classes CS/F/DC".into());
+            let mut rows = vec![header];
+            for &g in &a.granularities {
+                let mut row = vec![report::duration(g)];
+                let mut classes = "–".to_string();
+                for s in &specs {
+                    let name = policy_name(s);
+                    let pt = report.points.iter().find(|x| {
+                        x.pattern == p.name()
+                            && x.granularity == g
+                            && x.variability == v
+                            && x.policy == name
+                    });
+                    row.push(pt.map_or("–".into(), |x| format!("{:.3}", x.normalised)));
+                    if let Some(share) = pt.and_then(|x| x.class_share) {
+                        classes = format!(
+                            "{:.0}/{:.0}/{:.0} %",
+                            share[0] * 100.0,
+                            share[1] * 100.0,
+                            share[2] * 100.0
+                        );
+                    }
+                }
+                row.push(classes);
+                rows.push(row);
+            }
+            for line in report::align(&rows) {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "The paper's observations (§3.3):")?;
+    for f in &report.findings {
+        let verdict = match f.holds {
+            Some(true) => "holds",
+            Some(false) => "does NOT hold",
+            None => "not checked (points missing)",
+        };
+        writeln!(
+            out,
+            "  [{}] {}: {} — {}",
+            f.pattern, f.claim, verdict, f.detail
+        )?;
+    }
+    plots(out)?;
+    if let Some(dir) = &a.svg {
+        writeln!(out, "plots: {}", dir.display())?;
+    }
+    Ok(())
+}
+
+fn scenarios_fig5_policies() -> [&'static str; 4] {
+    ["gs", "fcfs", "fcs", "sb"]
+}
+
+pub(super) fn policy_name(spec: &str) -> String {
+    spec.split(':').next().unwrap_or(spec).trim().to_string()
+}
+
+fn plot_fig5(
+    path: &Path,
+    pattern: &str,
+    a: &Fig5Args,
+    specs: &[String],
+    points: &[Fig5Point],
+) -> Result<(), CliError> {
+    use plotters::prelude::*;
+    let svg_error =
+        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+    let panels = a.variabilities.len();
+    let root = SVGBackend::new(path, (900, 300 * panels as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
+    let gmin = a
+        .granularities
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let gmax = a.granularities.iter().copied().fold(0.0, f64::max);
+    let (x0, x1) = if gmax > gmin {
+        (gmin / 1.2, gmax * 1.2)
+    } else {
+        (gmin / 2.0, gmin * 2.0)
+    };
+    let ymax = points
+        .iter()
+        .filter(|p| p.pattern == pattern)
+        .map(|p| p.normalised)
+        .fold(1.0, f64::max)
+        * 1.05;
+    let title = if pattern == "nn" {
+        "Nearest neighbour"
+    } else {
+        "Barrier"
+    };
+    for (area, &v) in root.split_evenly((panels, 1)).iter().zip(&a.variabilities) {
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{title}, variability ±{:.0} %", v * 100.0),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d((x0..x1).log_scale(), 0.9f64..ymax)
+            .map_err(|e| svg_error(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("granularity (s)")
+            .y_desc("turnaround / ideal")
+            .draw()
+            .map_err(|e| svg_error(&e))?;
+        for (i, spec) in specs.iter().enumerate() {
+            let name = policy_name(spec);
+            let color = Palette99::pick(i).to_rgba();
+            let mut series: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.pattern == pattern && p.variability == v && p.policy == name)
+                .map(|p| (p.granularity, p.normalised))
+                .collect();
+            series.sort_by(|x, y| x.0.total_cmp(&y.0));
+            chart
+                .draw_series(LineSeries::new(series, color.stroke_width(2)))
+                .map_err(|e| svg_error(&e))?
+                .label(label(&name))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(|e| svg_error(&e))?;
+    }
+    root.present().map_err(|e| svg_error(&e))?;
+    Ok(())
+}

@@ -1,0 +1,324 @@
+//! `verify` (§3.2's tables), `verify --scaled` (the real runs' scenarios in
+//! the model, against their real runs) and `keel demo cosched`.
+
+use std::io::Write;
+use std::path::Path;
+
+use keel_cosched::scenario::{self as real, ScenarioParams};
+use keel_sim::cluster::scenarios::{run_table, ScenarioTable, VERIFY_POLICIES};
+use keel_sim::cluster::{scenarios, CoschedModel, OsModel};
+use keel_workloads::bsp;
+
+use super::tables::{write_setup, write_table};
+use super::{
+    compute_tables, pick, sim_error, tables, AgainstRow, AgainstTable, Common, VerifyArgs,
+};
+use crate::error::CliError;
+use crate::report;
+
+pub(super) fn verify(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
+    if a.scaled {
+        return verify_scaled(a, common, out);
+    }
+    let chosen = pick(
+        &a.scenario,
+        scenarios::verification_scenarios(),
+        "--scenario",
+    )?;
+    tables(
+        chosen,
+        &VERIFY_POLICIES,
+        OsModel::linux_2_4(),
+        common,
+        "sim cosched verify",
+        write_table,
+        out,
+    )
+}
+
+/// The real runs' policy specs: `keel cosched run`'s five schedulers with
+/// its time slice.
+fn scaled_policies() -> Vec<String> {
+    let slice = ScenarioParams::full().time_slice;
+    real::POLICIES
+        .iter()
+        .map(|p| real::policy_spec(p, slice))
+        .collect()
+}
+
+/// `verify --scaled`: the real runs' scenarios in the model.
+fn verify_scaled(a: &VerifyArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
+    let name = match a.scenario.as_str() {
+        "all" => "all".to_string(),
+        "imbalanced" | "load-imbalanced" => "scaled-load-imbalanced".to_string(),
+        n if n.starts_with("scaled-") => n.to_string(),
+        n => format!("scaled-{n}"),
+    };
+    let chosen = pick(&name, bsp::scaled_verification(), "--scenario")?;
+    let defaults = scaled_policies();
+    let defaults: Vec<&str> = defaults.iter().map(String::as_str).collect();
+    let what = "sim cosched verify --scaled";
+    if let Some(file) = &a.against {
+        // Read the real runs first: a bad file fails before minutes of
+        // simulation.
+        let real_runs = read_real_runs(file)?;
+        let report = compute_tables(chosen, &defaults, OsModel::host(), common, what)?;
+        let against = report
+            .tables
+            .iter()
+            .map(|t| compare_with_real(t, &real_runs))
+            .collect::<Result<Vec<_>, _>>()?;
+        if common.json {
+            serde_json::to_writer(
+                &mut *out,
+                &serde_json::json!({ "simulated": report, "against": against }),
+            )?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        write_setup(out, &report.setup)?;
+        for c in &against {
+            writeln!(out)?;
+            write_against(out, c, file)?;
+        }
+        return Ok(());
+    }
+    tables(
+        chosen,
+        &defaults,
+        OsModel::host(),
+        common,
+        what,
+        write_real_table,
+        out,
+    )?;
+    if !common.json {
+        let p = ScenarioParams::full();
+        writeln!(
+            out,
+            "Simulated scaled §3.2 on 2 nodes × 1 PE: base step {} ms, {} supersteps, ring, slice {} ms; \
+             times are each job's termination (s since the workload started); * = best Max. \
+             Compare with `keel cosched run`.",
+            p.granularity_ms,
+            p.iterations,
+            p.time_slice * 1e3
+        )?;
+    }
+    Ok(())
+}
+
+/// Per real scenario name, each scheduler's Max and run makespans.
+type RealRuns = Vec<(String, Vec<(String, f64, Vec<f64>)>)>;
+
+/// Reads a `keel cosched run --json-file` document.
+fn read_real_runs(file: &Path) -> Result<RealRuns, CliError> {
+    let bad = |why: String| CliError::Usage(format!("--against {}: {why}", file.display()));
+    let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "not JSON ({e}); expected `keel cosched run --json-file` output"
+        ))
+    })?;
+    let tables = doc["tables"].as_array().ok_or_else(|| {
+        bad("no `tables` array; expected `keel cosched run --json-file` output".into())
+    })?;
+    let mut out = Vec::new();
+    for t in tables {
+        let scenario = t["scenario"]
+            .as_str()
+            .ok_or_else(|| bad("a table without a `scenario` name".into()))?;
+        let mut rows = Vec::new();
+        for r in t["rows"].as_array().into_iter().flatten() {
+            let policy = r["policy"]
+                .as_str()
+                .ok_or_else(|| bad(format!("{scenario}: a row without a `policy`")))?;
+            // A scheduler whose runs did not all complete has no Max.
+            let Some(max) = r["max"].as_f64() else {
+                continue;
+            };
+            let runs = r["runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|run| run["makespan"].as_f64())
+                .collect();
+            rows.push((policy.to_string(), max, runs));
+        }
+        out.push((scenario.to_string(), rows));
+    }
+    Ok(out)
+}
+
+/// The simulated table `t` against its real runs.
+fn compare_with_real(t: &ScenarioTable, real_runs: &RealRuns) -> Result<AgainstTable, CliError> {
+    let name = real_scenario(&t.scenario).name();
+    let (_, real_rows) = real_runs.iter().find(|(s, _)| s == name).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--against: the real runs have no `{name}` scenario (run `keel cosched run` with it)"
+        ))
+    })?;
+    let rows: Vec<AgainstRow> = t
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let (_, real_max, runs) = real_rows.iter().find(|(p, _, _)| *p == r.policy)?;
+            Some(AgainstRow {
+                policy: r.policy.clone(),
+                real_max: *real_max,
+                real_runs: runs.clone(),
+                simulated_max: r.max,
+                error_percent: (r.max - real_max) / real_max * 100.0,
+            })
+        })
+        .collect();
+    let range = |r: &AgainstRow| {
+        let lo = r.real_runs.iter().copied().fold(r.real_max, f64::min);
+        let hi = r.real_runs.iter().copied().fold(r.real_max, f64::max);
+        (lo, hi)
+    };
+    let mut against = AgainstTable {
+        scenario: t.scenario.clone(),
+        rows: Vec::new(),
+        pairs: 0,
+        pairs_alike: 0,
+        separated_pairs: 0,
+        separated_alike: 0,
+        disagreements: Vec::new(),
+    };
+    for (i, a) in rows.iter().enumerate() {
+        for b in &rows[i + 1..] {
+            let alike = (a.real_max < b.real_max) == (a.simulated_max < b.simulated_max);
+            let (a_lo, a_hi) = range(a);
+            let (b_lo, b_hi) = range(b);
+            let separated = a_hi < b_lo || b_hi < a_lo;
+            against.pairs += 1;
+            against.pairs_alike += usize::from(alike);
+            against.separated_pairs += usize::from(separated);
+            against.separated_alike += usize::from(separated && alike);
+            if !alike {
+                against
+                    .disagreements
+                    .push((a.policy.clone(), b.policy.clone(), separated));
+            }
+        }
+    }
+    against.rows = rows;
+    Ok(against)
+}
+
+fn write_against(out: &mut dyn Write, c: &AgainstTable, file: &Path) -> Result<(), CliError> {
+    writeln!(
+        out,
+        "{}: simulated against the real runs in {}",
+        c.scenario,
+        file.display()
+    )?;
+    let mut rows = vec![[
+        "Algorithm".to_string(),
+        "real Max".into(),
+        "real runs".into(),
+        "simulated".into(),
+        "error %".into(),
+    ]];
+    for r in &c.rows {
+        let runs: Vec<String> = r.real_runs.iter().map(|m| format!("{m:.3}")).collect();
+        rows.push([
+            r.policy.to_uppercase(),
+            format!("{:.3}", r.real_max),
+            runs.join(" "),
+            format!("{:.3}", r.simulated_max),
+            format!("{:+.1}", r.error_percent),
+        ]);
+    }
+    for line in report::align(&rows) {
+        writeln!(out, "  {line}")?;
+    }
+    writeln!(
+        out,
+        "  pairs ordered alike: {}/{}; of the {} pairs whose real runs do not overlap: {}/{}",
+        c.pairs_alike, c.pairs, c.separated_pairs, c.separated_alike, c.separated_pairs
+    )?;
+    for (a, b, separated) in &c.disagreements {
+        writeln!(
+            out,
+            "    {} vs {}: ordered differently ({})",
+            a.to_uppercase(),
+            b.to_uppercase(),
+            if *separated {
+                "the real runs are apart"
+            } else {
+                "within the real runs' spread"
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The real scenario a scaled simulated one stands for.
+fn real_scenario(name: &str) -> real::Scenario {
+    match name.trim_start_matches("scaled-") {
+        "fine-grained" => real::Scenario::FineGrained,
+        "complementing" => real::Scenario::Complementing,
+        _ => real::Scenario::Imbalanced,
+    }
+}
+
+/// A simulated table in `keel cosched run`'s form (FCS's classes are the
+/// ones each rank held longest).
+fn as_real_table(t: &ScenarioTable) -> real::Table {
+    real::Table {
+        scenario: real_scenario(&t.scenario),
+        title: t.title.clone(),
+        job_names: t.jobs.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| real::Row {
+                policy: r.policy.clone(),
+                jobs: r.ends.iter().map(|&e| Some(e)).collect(),
+                max: Some(r.max),
+                classes: r
+                    .classes
+                    .iter()
+                    .map(|c| c.iter().map(|x| x.to_string()).collect())
+                    .collect(),
+                notes: Vec::new(),
+                runs: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+fn write_real_table(out: &mut dyn Write, t: &ScenarioTable) -> Result<(), CliError> {
+    write!(out, "{}", real::format_table(&as_real_table(t)))?;
+    Ok(())
+}
+
+/// The policies of the demo's coscheduling section.
+const DEMO_POLICIES: [&str; 3] = ["gs", "sb", "fcs"];
+
+/// `keel demo cosched`: the scaled load-imbalanced scenario (the one
+/// `keel cosched run` runs for real) simulated under GS, SB and FCS.
+pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {
+    let scenario = bsp::scaled_load_imbalanced();
+    // The seed `keel sim cosched verify --scaled` uses by default, so the
+    // demo's numbers are that table's.
+    let mut model = CoschedModel::new(scenario.nodes, scenario.pes_per_node)
+        .map_err(sim_error)?
+        .with_seed(1);
+    model.os = OsModel::host();
+    let slice = ScenarioParams::full().time_slice;
+    let specs: Vec<String> = DEMO_POLICIES
+        .iter()
+        .map(|p| real::policy_spec(p, slice))
+        .collect();
+    let table = run_table(&scenario, &model, &specs, &mut || {}).map_err(sim_error)?;
+    write_real_table(out, &table)?;
+    writeln!(
+        out,
+        "Perfect packing: {:.2} s (500 × 18 ms of compute per PE); each job alone: {:.2} s.",
+        scenarios::ideal_time(&scenario.jobs, scenario.pes()),
+        scenario.jobs[0].dedicated_time(0.0)
+    )?;
+    Ok(())
+}
