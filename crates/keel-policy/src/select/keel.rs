@@ -1,115 +1,12 @@
 //! `auto,keel`: Keel's own selection method, what `auto` alone means.
 //!
-//! # Why not one of Auto4OMP's
-//!
-//! Measured on this machine (issue 4), the faithful methods lose to the
-//! best fixed schedule for reasons that come from their design, not from
-//! tuning: RandomSel keeps jumping while LIB ≥ 10 %; ExhaustiveSel pays a
-//! full twelve-instance sweep again whenever LIB rises by 10 points, which
-//! noise alone does on a 2-thread loop; ExpertSel's fuzzy sets use
-//! absolute times, so a 30 ms loop counts as "short" and is pushed to
-//! STATIC whatever its imbalance. `auto,keel` is built from the opposite
-//! choices:
-//!
-//! - **No absolute time.** Every comparison is a ratio of times of the same
-//!   loop (per iteration when the context passes `N`, so a loop whose
-//!   iteration count changes is still compared with itself). Nothing is
-//!   "short" or "long" in seconds.
-//! - **Exploration that ends.** Successive elimination over the portfolio:
-//!   round 1 tries each schedule once in portfolio order (cheapest overhead
-//!   first), dropping those slower than [`DOMINATED_RATIO`] × the fastest;
-//!   later rounds re-measure the survivors, in alternating direction (so a
-//!   steady drift of the loop's time within a round cancels out in the
-//!   survivors' medians). Each round is a block: every sample is divided
-//!   by its round's median over the survivors, so a loop whose time moves
-//!   from round to round (a zoom that deepens every step) moves every
-//!   survivor alike and neither the comparison nor the noise estimate
-//!   sees it; the drift within a round, estimated from pairs of
-//!   consecutive rounds (where each schedule's own level cancels), is
-//!   removed first. Survivors whose median relative sample exceeds the best by
-//!   more than the measured noise allows ([`ELIMINATION_NOISE_K`]
-//!   standard errors of a difference of medians, at least [`TIE_MARGIN`])
-//!   are dropped.
-//!   The search ends when one schedule is left, when the noise is so small
-//!   that the survivors are resolved to within a tie, or after [`ROUNDS`]
-//!   samples each: at most `12 + 7·11` instances, usually about 20–30, and the
-//!   later rounds only run schedules within the noise of the best, so they
-//!   cost little.
-//! - **A search the program's phase overtakes.** Blocking removes what moves
-//!   every schedule alike, not a change of their order: when a phase of the
-//!   program begins during the search, the schedule best before it can be
-//!   the worst after, and the medians of all rounds still elect it. So the
-//!   search ends on the later half of its rounds when some survivor's
-//!   standing moved between the halves by more than the elimination
-//!   margin for that many samples (the noise taken from differences of
-//!   consecutive rounds, which the move itself does not widen).
-//! - **Imbalance as a bound.** An instance's mean thread finish time,
-//!   `T_par·(1 − LIB/100)`, is what a perfectly balanced run with the same
-//!   overhead would take. Once the fastest schedule tried so far is within
-//!   [`TIE_MARGIN`] of the smallest such bound seen, no other schedule can
-//!   gain more than the margin: round 1 stops there. A balanced loop (the
-//!   GROMACS-like one) thus settles on STATIC after one instance.
-//! - **Cheap schedules win ties.** Among schedules whose medians are within
-//!   [`TIE_MARGIN`] of the best (when round 1 stops early: among those
-//!   within [`TIE_MARGIN`] of the bound), the lowest portfolio index is chosen: the
-//!   portfolio is ordered by increasing scheduling overhead, and on short
-//!   loops overhead is what differs.
-//! - **Re-exploration only on a sustained shift.** While exploiting, the
-//!   chosen schedule's log time is tracked by Holt's linear smoothing
-//!   (level gain [`LEVEL_GAIN`], trend gain [`TREND_GAIN`]: a slow drift of
-//!   the workload is followed, not flagged) and the one-step prediction
-//!   residuals feed a two-sided CUSUM (Page's test). Its allowance and
-//!   threshold scale with the loop's own noise, a robust scale
-//!   (1.4826 × median |residual| over the last [`NOISE_WINDOW`] instances,
-//!   at least [`NOISE_FLOOR`]): allowance `max(DRIFT_SIGMAS·σ, MIN_SHIFT/2)`,
-//!   threshold `ALARM_SIGMAS·σ` (σ raised by one standard error of its
-//!   estimate, so a short window does not make the test trigger-happy).
-//!   Each residual is clipped so that one
-//!   instance adds at most a [`CONFIRM_INSTANCES`]-th of the threshold: a
-//!   single outlier (a preempted thread) cannot raise the alarm, a shift
-//!   that lasts does. The first [`WARMUP`] instances of an exploitation
-//!   only learn the level and the noise.
-//! - **Re-exploration when imbalance grows.** A loop's time may stay
-//!   level while its imbalance grows (a Mandelbrot zoom moves the heavy
-//!   rows: a cyclic STATIC that was balanced at the start drifts out of
-//!   balance while the total work shrinks). `LIB/100` is the fraction of
-//!   the instance a balanced run would save, so the chosen schedule's
-//!   LIB is watched too. Its baseline is the imbalance the exploration
-//!   accepted: the median LIB of the winner's exploration samples, so a
-//!   winner that is imbalanced everywhere does not re-trigger, while one
-//!   whose imbalance is already drifting upwards when it wins is compared
-//!   with where it started, not with where the drift has got to. The
-//!   first [`WARMUP`] instances of an exploitation only learn the LIB's
-//!   noise, from successive differences (a drift in the warm-up must not
-//!   pass for noise and blunt the test); then a one-sided CUSUM with the
-//!   same allowance, threshold and clipping rules runs over the warm-up
-//!   instances and every later one, and raises the alarm when the
-//!   imbalance lastingly exceeds the baseline.
-//! - **Re-exploration when imbalance costs on average.** Both detectors
-//!   above clip each instance so that outliers cannot raise an alarm; but
-//!   on a shared machine a schedule that fixes each thread's share (STATIC)
-//!   meets outliers of its own: a thread slowed by another process delays
-//!   its whole share, where a dynamic schedule hands the rest to the other
-//!   threads. Such bursts cost on average what they cost when they happen
-//!   times how often, and the mean LIB over the last [`IMBALANCE_WINDOW`]
-//!   instances says exactly that (the fraction a balanced run would have
-//!   saved). A winner that round 1's imbalance bound accepted was chosen
-//!   *because* one sample of it ran within [`TIE_MARGIN`] of a balanced
-//!   run; when its window mean LIB exceeds [`TIE_MARGIN`], that premise no
-//!   longer holds. Any other winner was chosen on medians, imbalance
-//!   included; it is questioned when its window mean LIB exceeds the
-//!   imbalance its samples showed by more than [`MIN_SHIFT`]. Either way
-//!   the search re-opens and measures the incumbent afresh (so a level
-//!   shift inside the window cannot leave a stale time behind), but every
-//!   sample of it in that search is charged at least the window's mean
-//!   imbalance: a sample with mean finish time `T·(1 − g)` counts as
-//!   `T·(1 − g)/(1 − ḡ)` when `g < ḡ`. One quiet instance, or a median of
-//!   quiet ones, must not re-elect it when its bursts cost on average.
-//! - **The incumbent first.** An alarm re-opens the search with fresh
-//!   samples and every schedule eligible, but the schedule that was
-//!   chosen is measured first: when the loop merely became heavier and
-//!   the incumbent is still balanced, the imbalance bound ends the search
-//!   after that one instance, at no cost.
+//! Successive elimination over the portfolio on relative (per-iteration)
+//! times, with an imbalance bound and the cheapest schedule on ties; then
+//! exploitation of the winner under Holt smoothing and CUSUM detectors
+//! (on its time, on its imbalance, and on its mean imbalance over a
+//! window) that re-open the search only on a sustained change. Why each
+//! choice is made, against Auto4OMP's methods, is in `docs/auto-keel.md`
+//! (the constants below are the ones it names).
 //!
 //! Everything lives in fixed arrays: no allocation after construction.
 
