@@ -136,12 +136,15 @@ fn a_trickling_client_is_cut_off_at_the_deadline_and_holds_no_one() {
         })
     };
     std::thread::sleep(Duration::from_millis(300));
-    // Another client is answered at once meanwhile.
+    // Another client is answered meanwhile, without waiting for any of
+    // them (served one at a time, it would wait for the idle ones' and
+    // the trickler's deadlines: 10 s and more). The bounds leave seconds
+    // of slack for a loaded machine.
     let asked = Instant::now();
     assert_eq!(d.ask("list"), "ok");
     let took = asked.elapsed();
     assert!(
-        took < Duration::from_secs(1),
+        took < REQUEST_DEADLINE,
         "`list` took {took:?} while other connections were open"
     );
     // The trickler is cut off at the whole-request deadline.
@@ -149,7 +152,7 @@ fn a_trickling_client_is_cut_off_at_the_deadline_and_holds_no_one() {
     let cut = t0.elapsed();
     assert!(reply.contains("REQUEST_DEADLINE"), "{reply}");
     assert!(
-        cut >= REQUEST_DEADLINE && cut < REQUEST_DEADLINE + Duration::from_secs(2),
+        cut >= REQUEST_DEADLINE && cut < REQUEST_DEADLINE + Duration::from_secs(5),
         "cut off after {cut:?}"
     );
     // So are the idle connections.
@@ -175,7 +178,7 @@ fn connections_over_the_per_user_cap_are_told_busy_at_once() {
         reply.starts_with("error: busy") && reply.contains("MAX_CONNECTIONS_PER_USER"),
         "{reply}"
     );
-    assert!(asked.elapsed() < Duration::from_secs(1));
+    assert!(asked.elapsed() < REQUEST_DEADLINE);
     // Every refusal arrives whole: none is lost under a connection reset.
     for _ in 0..100 {
         let reply = control::request(&d.socket, "list").expect("a reply, not a reset");
