@@ -3,7 +3,7 @@
 //!
 //! Every policy implements [`MappingPolicy`]: it states its requirements as
 //! concept descriptors, reads its inputs only through the
-//! [`ContextHandler`](crate::ContextHandler), and returns a [`Mapping`].
+//! [`ContextHandler`], and returns a [`Mapping`].
 //! Shared semantics (Charm++ GreedyLB's): task loads are work, PU loads are
 //! time, unmigratable tasks stay on their PU and count toward it, unavailable
 //! PUs get nothing, ties go to the lowest task and PU index.

@@ -29,7 +29,7 @@
 //!   default is Charm++'s centralised GreedyLB, 0.13 s for 36k objects in
 //!   published lb_test runs with Charm++ 6.8.1), plus migrations through [`MigrationModel`].
 //! - **Stealing** of potential tasks happens inside a node only; see
-//!   [`step`].
+//!   `step`.
 
 pub mod balance;
 mod step;

@@ -11,9 +11,9 @@
 //! ```
 //!
 //! A loop instance: resolve the schedule (code, else `KEEL_SCHEDULE`, else
-//! `auto`), build its [`Plan`] through a context handler that offers what
+//! `auto`), build its [`Plan`](keel_policy::dls::Plan) through a context handler that offers what
 //! this loop measured before, fork a pool region, let every participant
-//! claim chunks as the plan's [`Claim`] says, join, and keep the instance's
+//! claim chunks as the plan's [`Claim`](keel_policy::dls::Claim) says, join, and keep the instance's
 //! measurements in the loop's [`LoopRecord`]. Chunk claiming is in
 //! `claim.rs`, with its protocol notes.
 
