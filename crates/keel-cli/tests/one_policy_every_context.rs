@@ -1,4 +1,4 @@
-//! One policy, every context (issue 7, item 6; the ARTful portability
+//! One policy, every context (the ARTful portability
 //! claim): the same registry mapping policy, built from the same spec, is
 //! run on the same measured inputs in
 //!

@@ -1,4 +1,4 @@
-//! The farm model (issue 7, item 2b): an emitter, `p` workers each with its
+//! The farm model: an emitter, `p` workers each with its
 //! own input queue, and any `keel_policy::farm` dispatch policy, driven
 //! unchanged through its [`Dispatch`] trait — the same calls, in the same
 //! order, that `keel::farm`'s emitter makes (its `emit` and `worker_main`

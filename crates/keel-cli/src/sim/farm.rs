@@ -1,5 +1,5 @@
 //! `keel sim farm`: the FastFlow ARRS paper's heterogeneous experiment
-//! (`papers/fastflow-adaptive-round-robin-farm.txt` §III-C, Figs. 7–8) in
+//! (§III-C, Figs. 7–8; see `docs/conventions.md#papers`) in
 //! the simulator, at the paper's sizes: 4, 8 and 16 workers of which one is
 //! `s_f` times faster, 1K–16K uniform tasks, every farm policy against the
 //! paper's round-robin scheduler (RRS), and the relative performance

@@ -1,5 +1,5 @@
 //! `keel sim objects`: the Charm++ + OpenMP paper's Lassen study
-//! (`papers/charm-openmp-integrated-load-balancing.txt` §5, Tables 1–2) in
+//! (§5, Tables 1–2) in
 //! the simulator, at the paper's scale: the Lassen-like proxy on 64 nodes ×
 //! 16 PUs (16 domains per PU, `LassenLike::for_pus`, pinned by
 //! `crates/keel-sim/tests/objects_golden.rs`).

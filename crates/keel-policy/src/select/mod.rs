@@ -434,7 +434,7 @@ impl AutoSpec {
     /// (`pin=<schedule>`), if any. The method still decides and observes,
     /// the measurements and the record are kept as usual: this measures
     /// the cost of the selection mechanism itself against the plain
-    /// schedule (issue 4: auto pinned to STATIC on a balanced loop).
+    /// schedule (e.g. auto pinned to STATIC on a balanced loop).
     pub fn pin(&self) -> Option<usize> {
         self.pin
     }

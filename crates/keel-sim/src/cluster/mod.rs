@@ -1,7 +1,7 @@
-//! The cluster model (issue 8): simulated clusters of nodes × PEs running
+//! The cluster model: simulated clusters of nodes × PEs running
 //! parallel BSP jobs under the coscheduling policies of
 //! `keel_policy::cosched` (FCFS, GS, Local, SB, FCS), reproducing §3 of
-//! `papers/flexible-coscheduling-fcs.txt`.
+//! the Flexible CoScheduling paper (FCS).
 //!
 //! - [`Cluster`]: the machine's shape, its gang clock and its
 //!   context-switch cost; [`CoschedModel`] adds the network, the nodes'

@@ -24,7 +24,7 @@ pub const VERIFY_POLICIES: [&str; 5] = ["fcfs", "local", "gs", "sb", "fcs"];
 /// §3.3 and §3.4's schedulers ("from this point on, local scheduling will
 /// no longer be considered").
 pub const APP_POLICIES: [&str; 4] = ["fcfs", "gs", "sb", "fcs"];
-/// FCS must be within this fraction of the best scheduler (issue 8's goal;
+/// FCS must be within this fraction of the best scheduler (Keel's goal;
 /// the paper's FCS was 0.3 %, 2.3 % and 2.7 % from the best).
 pub const FCS_GOAL: f64 = 0.03;
 

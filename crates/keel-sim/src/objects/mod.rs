@@ -1,4 +1,4 @@
-//! The objects model (issue 7, item 2c): over-decomposed objects on
+//! The objects model: over-decomposed objects on
 //! `nodes × PUs per node`, stepped with a barrier per step, measured, and
 //! remapped every `period` steps by any registry mapping policy — the
 //! simulator's counterpart of `keel::objects` + `keel::tasks`

@@ -1,6 +1,6 @@
 //! Job logs in the Parallel Workloads Archive's Standard Workload Format
 //! (SWF, version 2.2), for throughput studies of the coscheduling policies
-//! (the FCS paper's job mixes; issue 8).
+//! (the FCS paper's job mixes).
 //!
 //! **The format.** One ASCII line per job, 18 whitespace-separated numeric
 //! fields, in this order (units are seconds, kilobytes and counts):
