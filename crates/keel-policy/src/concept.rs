@@ -6,6 +6,16 @@
 //! whose workload model is [`Model::Any`] accepts a component of any concrete
 //! model, but a component described as `Any` never satisfies a requirement for
 //! a concrete model (the runtime must say how its data was obtained).
+//!
+//! The check is asymmetric:
+//!
+//! ```
+//! use keel_policy::{Concept, Model, Subject};
+//! let any = Concept::Workload { subject: Subject::Tasks, model: Model::Any };
+//! let measured = Concept::Workload { subject: Subject::Tasks, model: Model::Dynamic };
+//! assert!(any.is_met_by(&measured)); // a policy that takes any model accepts measurements
+//! assert!(!measured.is_met_by(&any)); // data of unknown origin serves no concrete need
+//! ```
 
 use std::fmt;
 

@@ -9,6 +9,20 @@
 //!
 //! Components borrow their data (`Cow`), so building a handler over a
 //! runtime's own buffers copies nothing.
+//!
+//! A user component serves only when the runtime has none of that concept:
+//!
+//! ```
+//! use keel_policy::{Concept, ContextHandler, Model, Origin, Subject};
+//! let tasks = Concept::Workload { subject: Subject::Tasks, model: Model::Dynamic };
+//! let (user, runtime) = ([9.0, 9.0], [1.0, 2.0]);
+//! let mut ctx = ContextHandler::new();
+//! ctx.provide_values(tasks, Origin::User, &user[..])
+//!     .provide_values(tasks, Origin::Runtime, &runtime[..]);
+//! assert_eq!(ctx.values("demo", tasks).unwrap(), Some(&runtime[..]));
+//! // Nothing provides PU speeds: optional inputs read as `None`.
+//! assert_eq!(ctx.values("demo", Concept::PuSpeed).unwrap(), None);
+//! ```
 
 use std::borrow::Cow;
 

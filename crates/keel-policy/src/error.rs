@@ -1,5 +1,14 @@
 //! Typed errors shared by every policy family. Each message says what was
 //! wrong and, where there is a closed set of valid answers, lists them.
+//!
+//! An unknown name lists the valid ones:
+//!
+//! ```
+//! let err = keel_policy::mapping::registry().build("gredy").unwrap_err();
+//! let message = err.to_string();
+//! assert!(message.starts_with("unknown mapping policy `gredy`"));
+//! assert!(message.contains("greedy"));
+//! ```
 
 use crate::concept::Concept;
 use crate::spec::SpecError;

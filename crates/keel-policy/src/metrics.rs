@@ -3,6 +3,16 @@
 //! makespan, migrations against a previous mapping, and contiguity splits
 //! (ARTful paper Fig. 7b). Averages divide by the number of *available* PUs,
 //! never by the non-empty ones (the Zoltan2 #578 lesson).
+//!
+//! One PU at 3 and one at 1: the mean is 2, so λ = 3/2 − 1 and LIB = (1 − 2/3)·100.
+//!
+//! ```
+//! use keel_policy::metrics::{lambda, lib_percent, migrations, splits};
+//! assert_eq!(lambda(&[3.0, 1.0]), 0.5);
+//! assert!((lib_percent(&[3.0, 1.0]) - 100.0 / 3.0).abs() < 1e-12);
+//! assert_eq!(migrations(&[0, 0, 1], &[0, 1, 1]), 1);
+//! assert_eq!(splits(&[0, 0, 1, 1, 0]), 2);
+//! ```
 
 use serde::Serialize;
 

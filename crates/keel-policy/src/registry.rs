@@ -3,6 +3,18 @@
 //!
 //! One generic [`Registry`] serves every policy family; each family exposes a
 //! function returning its registry pre-filled with the built-in policies.
+//!
+//! Building a built-in mapping policy by name, and asking for one that does not exist:
+//!
+//! ```
+//! use keel_policy::mapping::{self, runtime_context};
+//! use keel_policy::PolicyError;
+//! let registry = mapping::registry();
+//! let greedy = registry.build("greedy").unwrap();
+//! let placement = greedy.map(&runtime_context(&[3.0, 1.0, 2.0, 2.0], &[0.0, 0.0])).unwrap();
+//! assert_eq!(placement.counts().iter().sum::<usize>(), 4);
+//! assert!(matches!(registry.build("fastest"), Err(PolicyError::UnknownPolicy { .. })));
+//! ```
 
 use std::fmt;
 use std::sync::Arc;

@@ -7,6 +7,21 @@
 //! Shared semantics (Charm++ GreedyLB's): task loads are work, PU loads are
 //! time, unmigratable tasks stay on their PU and count toward it, unavailable
 //! PUs get nothing, ties go to the lowest task and PU index.
+//!
+//! Greedy (LPT) on four tasks and two idle PUs, then the mapping's metrics:
+//!
+//! ```
+//! use keel_policy::mapping::{registry, runtime_context, MappingInput};
+//! use keel_policy::metrics::evaluate;
+//! let (tasks, pus) = ([3.0, 1.0, 2.0, 2.0], [0.0, 0.0]);
+//! let policy = registry().build("greedy").unwrap();
+//! let mapping = policy.map(&runtime_context(&tasks, &pus)).unwrap();
+//! // 3 and 1 on one PU, 2 and 2 on the other: both PUs carry 4.
+//! assert_eq!(mapping.pu_of(0), mapping.pu_of(1));
+//! assert_eq!(mapping.pu_of(2), mapping.pu_of(3));
+//! let metrics = evaluate(&MappingInput::new(&tasks, &pus).unwrap(), &mapping);
+//! assert_eq!(metrics.makespan, 4.0);
+//! ```
 
 mod binlpt;
 mod block;

@@ -19,6 +19,20 @@
 //! instance that triggered — the old best under the new conditions — is
 //! the re-opened search's first candidate, exactly as the code's
 //! "no best yet" branch would take it.
+//!
+//! One trial per schedule, then the fastest for good:
+//!
+//! ```
+//! use keel_policy::select::{ExhaustiveSel, Measurement, Phase, Select};
+//! let mut sel = ExhaustiveSel::new();
+//! for i in 0..12 {
+//!     assert_eq!(sel.next(), (i, Phase::Explore));
+//!     let t_par = if i == 3 { 0.010 } else { 0.020 };
+//!     sel.observe(&Measurement::new(t_par, 5.0));
+//! }
+//! assert_eq!(sel.next(), (3, Phase::Exploit));
+//! assert_eq!(sel.best(), Some((3, 0.010)));
+//! ```
 
 use super::{Measurement, Phase, Select, PORTFOLIO_LEN};
 

@@ -12,6 +12,17 @@
 //! ExpertSel decides at every instance and never stops. Its time sets are
 //! absolute (Short below 10–30 ms, Long above 1–10 s): the issue's 30 ms
 //! Mandelbrot steps count as partly Short, which pushes towards STATIC.
+//!
+//! STATIC first, then Table 1's choice from what STATIC measured:
+//!
+//! ```
+//! use keel_policy::select::{ExpertSel, Measurement, Phase, Select};
+//! let mut sel = ExpertSel::new();
+//! assert_eq!(sel.next(), (0, Phase::First));
+//! // 100 ms at LIB 3 %: Table 1 says pure Moderate, portfolio index 4.
+//! sel.observe(&Measurement::new(0.100, 3.0));
+//! assert_eq!(sel.next(), (4, Phase::Initial));
+//! ```
 
 use super::membership::{adjusted_choice, initial_choice, AdjustInputs};
 use super::{Measurement, Phase, Select};

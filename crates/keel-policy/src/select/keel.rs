@@ -9,6 +9,26 @@
 //! (the constants below are the ones it names).
 //!
 //! Everything lives in fixed arrays: no allocation after construction.
+//!
+//! A loop on which schedule 5 is clearly the fastest: exploration ends with it.
+//!
+//! ```
+//! use keel_policy::select::{KeelSel, Measurement, Phase, Select};
+//! let mut sel = KeelSel::new();
+//! assert_eq!(sel.winner(), None);
+//! let mut phase = Phase::Explore;
+//! for _ in 0..200 {
+//!     let (index, p) = sel.next();
+//!     phase = p;
+//!     if phase == Phase::Exploit {
+//!         break;
+//!     }
+//!     let t_par = if index == 5 { 0.010 } else { 0.020 };
+//!     sel.observe(&Measurement::new(t_par, 5.0));
+//! }
+//! assert_eq!(phase, Phase::Exploit);
+//! assert_eq!(sel.winner(), Some(5));
+//! ```
 
 use super::{median_in_place, Measurement, Phase, Select, PORTFOLIO_LEN};
 

@@ -21,6 +21,16 @@
 //! Inputs: `T` = `T_par` in **seconds**, `L` = LIB in percent,
 //! `ΔT = (T_par − T_par,prev)/T_par · 100` (percent of the current time),
 //! `ΔL = LIB − LIB_prev` (percentage points). MIN is AND, MAX is OR.
+//!
+//! Table 1 on the measurements of a first (STATIC) instance:
+//!
+//! ```
+//! use keel_policy::select::membership::{initial_choice, initial_rules};
+//! // 100 ms at LIB 3 %: the loop is neither short nor long, and balanced enough.
+//! let strengths = initial_rules(0.100, 3.0);
+//! assert_eq!(strengths.aggressive, 0.0);
+//! assert_eq!(initial_choice(0.100, 3.0), 4);
+//! ```
 
 use super::PORTFOLIO_LEN;
 

@@ -38,6 +38,20 @@
 //! [`LoopSelector::new`] nothing allocates: per-method state lives in fixed
 //! arrays and the [`Record`] of decisions has a preallocated capacity
 //! (run-length encoded, so a stable selection costs one entry).
+//!
+//! The protocol with `auto,exhaustive`, which tries the portfolio in order:
+//!
+//! ```
+//! use keel_policy::select::{parse_auto, Measurement, Phase};
+//! let spec = parse_auto("auto,exhaustive").unwrap().unwrap();
+//! let mut selector = spec.selector(0);
+//! let first = selector.choose(10_000, 4);
+//! assert_eq!((first.index, first.phase), (0, Phase::Explore));
+//! // Four threads finished at these times (seconds): T_par 0.012, LIB 25 %.
+//! selector.observe(&Measurement::from_finish_times(&[0.006, 0.012, 0.009, 0.009])).unwrap();
+//! assert_eq!(selector.choose(10_000, 4).index, 1);
+//! assert_eq!(selector.record().instances(), 2);
+//! ```
 
 pub mod exhaustive;
 pub mod expert;

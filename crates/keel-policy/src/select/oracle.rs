@@ -7,6 +7,17 @@
 //!
 //! An application has several loops; its ManualBest and Oracle are the sums
 //! of its loops' ([`manual_best_total`], [`oracle_total`]).
+//!
+//! Two schedules over two instances: each is best once, so Oracle beats either:
+//!
+//! ```
+//! use keel_policy::select::{degradation_percent, LoopTimes};
+//! let times = LoopTimes::new(&[vec![1.0, 3.0], vec![2.0, 1.0]]).unwrap();
+//! assert_eq!(times.manual_best(), (1, 3.0));
+//! assert_eq!(times.oracle_choices(), vec![0, 1]);
+//! assert_eq!(times.oracle(), 2.0);
+//! assert_eq!(degradation_percent(times.manual_best().1, times.oracle()), 50.0);
+//! ```
 
 use serde::Serialize;
 

@@ -11,6 +11,13 @@
 //!
 //! Keel draws from a seeded ChaCha8 stream instead of C's `rand()`: the same
 //! seed and stream give the same schedule sequence for the same LIBs.
+//!
+//! The jump probability is LIB/10, so a 5 % imbalance jumps half the time:
+//!
+//! ```
+//! use keel_policy::select::RandomSel;
+//! assert_eq!(RandomSel::jump_probability(Some(5.0)), 0.5);
+//! ```
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
