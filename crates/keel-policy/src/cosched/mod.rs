@@ -30,6 +30,21 @@
 //! Spec strings follow `docs/conventions.md#spec-strings`: `sb:spin=5e-5`,
 //! `fcs:cs-thresh=0.02,t-spin=1e-4`, `gs:t-slice=0.05`. Build them with
 //! [`parse`] (typed [`CoschedError`]s) or through the generic [`registry()`].
+//!
+//! A spec string builds a policy, and first fit packs jobs into the matrix:
+//!
+//! ```
+//! use keel_policy::cosched::{parse, Matrix, ProcessClass, TimeSharing, WaitMode};
+//! let sb = parse("sb:spin=5e-5").unwrap();
+//! assert_eq!(sb.time_sharing(), TimeSharing::Uncoordinated);
+//! assert_eq!(sb.wait_mode(ProcessClass::Cs), WaitMode::SpinBlock { spin: 5e-5 });
+//! // Four PEs: a 3-process job and a 2-process job cannot share a row.
+//! let mut matrix = Matrix::new(4);
+//! assert_eq!(matrix.pack(1, 3).unwrap(), 0);
+//! assert_eq!(matrix.pack(2, 2).unwrap(), 1);
+//! assert_eq!(matrix.pack(3, 1).unwrap(), 0); // fills row 0's free PE
+//! assert_eq!(matrix.rows(), 2);
+//! ```
 
 mod classify;
 mod fcfs;

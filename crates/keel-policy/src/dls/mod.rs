@@ -78,6 +78,21 @@
 //!   overhead. Feed each to [`ThreadLocal::record`] and publish
 //!   [`ThreadLocal::timing`] on the board before the thread's next request.
 //! - Reset every [`ThreadLocal`] to `default()` at the start of an instance.
+//!
+//! `dynamic,4` on ten iterations: chunk `i` is a function of `i`, the last one short.
+//!
+//! ```
+//! use keel_policy::dls::{parse_schedule, Claim, LoopShape};
+//! use keel_policy::ContextHandler;
+//! let (schedule, chunk) = parse_schedule("dynamic,4").unwrap();
+//! assert_eq!(chunk, Some(4));
+//! let ctx = ContextHandler::new();
+//! let plan = schedule.plan(&LoopShape::new(10, 2, chunk).unwrap(), &ctx).unwrap();
+//! assert!(matches!(plan.claim(), Claim::Indexed));
+//! assert_eq!(plan.chunk_at(0), Some(0..4));
+//! assert_eq!(plan.chunk_at(2), Some(8..10));
+//! assert_eq!(plan.chunk_at(3), None);
+//! ```
 
 use std::fmt;
 use std::ops::Range;

@@ -39,6 +39,22 @@
 //!
 //! Levels count what sits in a queue, markers included (FastFlow's
 //! `length()`); an item a worker is running is no longer in its queue.
+//!
+//! Round-robin over three empty queues, enacted on [`ScriptedQueues`]:
+//!
+//! ```
+//! use keel_policy::farm::{parse, FarmConfig, ScriptedQueues};
+//! let mut policy = parse("rr").unwrap();
+//! policy.start(&FarmConfig::new(3, None).unwrap()).unwrap();
+//! let mut queues = ScriptedQueues::new(3);
+//! let workers: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let decision = policy.next(&queues);
+//!         queues.apply(decision).unwrap()
+//!     })
+//!     .collect();
+//! assert_eq!(workers, vec![0, 1, 2, 0]);
+//! ```
 
 mod arrs;
 mod arrs_adaptive;
