@@ -44,6 +44,17 @@
 //! not give for §3.3–3.4 (job lengths, SAGE's granularity and imbalance) is
 //! chosen here, before any simulation, as each constant's documentation
 //! explains.
+//!
+//! A balanced four-process ring job, and whom each rank exchanges with:
+//!
+//! ```
+//! use keel_workloads::bsp::{BspJob, Pattern};
+//! let ring = Pattern::parse("ring").unwrap();
+//! assert_eq!(ring.neighbours(0, 4), vec![1, 3]);
+//! let job = BspJob::new(4, 0.01, 100, ring).unwrap().named("fine-0");
+//! assert_eq!(job.weight(3), 1.0); // no weights: every rank computes equally
+//! assert!(BspJob::new(4, 0.01, 100, ring).unwrap().with_variability(3.0).is_err());
+//! ```
 
 use keel_policy::Spec;
 

@@ -18,6 +18,20 @@
 //! **Feedback.** The collector keeps the best solution and sends each
 //! result back as the next candidate while fewer than `tasks` tasks have
 //! been issued ([`Search`]); the pool starts with `pool` random orders.
+//!
+//! An improvement never makes a solution worse:
+//!
+//! ```
+//! use keel_workloads::farm::Material;
+//! let problem = Material::new(4, 20, 16, 1000, 10, vec![1, 4], 7);
+//! let pool = problem.initial();
+//! assert_eq!(pool.len(), 4);
+//! assert_eq!(problem.cost_of(1), 4);
+//! let better = problem.improve(1, pool[0].clone());
+//! assert!(better.waste <= pool[0].waste);
+//! assert_eq!(better.waste, problem.waste(&better.order));
+//! assert_eq!(better.generation, pool[0].generation + 1);
+//! ```
 
 use keel_policy::Spec;
 use rand::seq::SliceRandom;

@@ -4,6 +4,15 @@
 //! in a cube of side `box`; task `i` is the Lennard-Jones force between the
 //! pair `(i mod m, (i·7 + 1) mod m)` (`m` molecules, σ = ε = 1, cut-off
 //! 2.5σ), tens of nanoseconds of arithmetic.
+//!
+//! Pair `i` is `(i mod m, (i·7 + 1) mod m)`, and a task's force is deterministic:
+//!
+//! ```
+//! use keel_workloads::farm::MdPairs;
+//! let md = MdPairs::new(100, 16, 4.0, 1);
+//! assert_eq!(md.pair(3), (3, 6));
+//! assert_eq!(md.run(3), MdPairs::new(100, 16, 4.0, 1).run(3));
+//! ```
 
 use keel_policy::Spec;
 use rand::{Rng, SeedableRng};

@@ -11,6 +11,15 @@
 //! Built from spec strings with the policies' grammar, e.g.
 //! `primes:tasks=4000,limit=7500,fast-limit=2000,fast-workers=1`; every
 //! default is fixed and pinned by `tests/golden.rs`.
+//!
+//! A `primes` stream with one fast worker: its tasks count to a lower limit.
+//!
+//! ```
+//! use keel_workloads::farm::{count_primes, Primes};
+//! assert_eq!(count_primes(10), 4); // 2, 3, 5, 7
+//! let primes = Primes::parse("primes:tasks=10,limit=100,fast-limit=10,fast-workers=1").unwrap();
+//! assert_eq!((primes.run(0), primes.run(1)), (4, 25));
+//! ```
 
 pub mod material;
 pub mod md;

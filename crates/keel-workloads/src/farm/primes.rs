@@ -4,6 +4,16 @@
 //! (§III-C): the tasks run by the first `fast-workers` workers count only
 //! up to `fast-limit` (2,000: about 6.5× cheaper on this machine, so Eq. 2
 //! gives `S = Σsᵢ / (p·s₁) = (6.5 + 1) / 2 ≈ 3.75` for two workers).
+//!
+//! Trial division, and the fast workers' lower limit:
+//!
+//! ```
+//! use keel_workloads::farm::{count_primes, Primes};
+//! assert_eq!(count_primes(7_500), 950);
+//! let p = Primes { fast_workers: 2, ..Primes::default() };
+//! assert_eq!((p.limit_for(1), p.limit_for(2)), (2_000, 7_500));
+//! assert_eq!(Primes::parse(&p.spec()).unwrap(), p);
+//! ```
 
 use keel_policy::Spec;
 

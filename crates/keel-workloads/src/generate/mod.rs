@@ -12,6 +12,17 @@
 //!   ([`Start`]; default `block`).
 //!
 //! Adding a generator is one file and one line in [`generators`].
+//!
+//! A generated problem has one load per task and one per PU:
+//!
+//! ```
+//! use keel_workloads::generate;
+//! let problem = generate("lb-test:tasks=64,pus=4,seed=1").unwrap();
+//! assert_eq!(problem.task_loads.len(), 64);
+//! assert_eq!(problem.pu_loads.len(), 4);
+//! // Deterministic from its parameters.
+//! assert_eq!(problem.task_loads, generate("lb-test:tasks=64,pus=4,seed=1").unwrap().task_loads);
+//! ```
 
 mod hotspot;
 mod lb_test;

@@ -33,6 +33,15 @@
 //!
 //! The heavy boxes are scattered (unlike Mandelbrot's band), and a box's
 //! cost grows with the *square* of an exponential draw: a few boxes dominate.
+//!
+//! A 2×2×2 grid of boxes: one cost per box, each box with all seven others as neighbours.
+//!
+//! ```
+//! use keel_workloads::loops::lavamd::LavaMd;
+//! let lava = LavaMd::new(2, 0.2, 10, 1);
+//! assert_eq!(lava.units().len(), 8);
+//! assert_eq!(lava.neighbour_count(0), 7);
+//! ```
 
 use keel_policy::Spec;
 use rand::{Rng, SeedableRng};

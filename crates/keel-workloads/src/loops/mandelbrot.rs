@@ -27,6 +27,14 @@
 //! - by rows, the set straddles the real axis: the heavy rows are the middle
 //!   band and the loop is symmetric (a 2-thread block split is balanced; 3
 //!   or more threads are not).
+//!
+//! The origin never escapes; a point far outside escapes at once:
+//!
+//! ```
+//! use keel_workloads::loops::mandelbrot::Mandelbrot;
+//! assert_eq!(Mandelbrot::escape_time(0.0, 0.0, 100), 100);
+//! assert_eq!(Mandelbrot::escape_time(3.0, 0.0, 100), 1);
+//! ```
 
 use keel_policy::Spec;
 

@@ -13,6 +13,16 @@
 //! | [`stencil`](Stencil) | 16 sub-matrices (the paper's Fig. 2) | balanced: every object the same rows of work |
 //!
 //! Every default is pinned by the golden tests of each file.
+//!
+//! Every workload is over-decomposed: more objects than PUs.
+//!
+//! ```
+//! use keel_workloads::objects::{object_workload, units_for_us};
+//! let w = object_workload("stencil").unwrap();
+//! assert!(w.objects() > w.pus());
+//! assert_eq!(object_workload(&w.spec()).unwrap().spec(), w.spec());
+//! assert_eq!(units_for_us(2.0), 600);
+//! ```
 
 mod lassen;
 mod lb_test;

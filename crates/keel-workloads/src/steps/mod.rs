@@ -19,6 +19,17 @@
 //! Every parameter has a fixed default, chosen before any selection goal was
 //! measured and pinned by the golden tests of each file; the bench runs the
 //! defaults.
+//!
+//! A small zoom into the Mandelbrot set: one loop call per step.
+//!
+//! ```
+//! use keel_workloads::steps::stepped_workload;
+//! let w = stepped_workload("mandelbrot-zoom:width=16,height=8,max-iter=20,steps=3").unwrap();
+//! assert_eq!(w.steps(), 3);
+//! let call = &w.calls(0)[0];
+//! assert_eq!(call.iterations, 16);
+//! assert!(w.run(0, 0, 0) >= 0.0);
+//! ```
 
 mod gromacs;
 mod lavamd_steps;
