@@ -14,6 +14,21 @@
 //! - `C_comm` counts blocking communications, a call that follows the
 //!   previous one with less than `merge_epsilon` of computation in between
 //!   counting as the same event (§2.6).
+//!
+//! Back-to-back communication counts as one event; the statistics are
+//! taken against a snapshot:
+//!
+//! ```
+//! use keel_sim::cluster::CommCounters;
+//! let mut c = CommCounters::default();
+//! let base = c;
+//! c.computed(0.010);
+//! assert!(c.communicated(0.002, 50e-6));
+//! assert!(!c.communicated(0.001, 50e-6)); // no computation in between: merged
+//! let stats = c.since(&base).unwrap();
+//! assert_eq!(stats.t_cpu(), 0.010);
+//! assert!((stats.t_comm() - 0.003).abs() < 1e-15);
+//! ```
 
 use keel_policy::cosched::CommStats;
 

@@ -23,6 +23,19 @@
 //! and the OS schedulers' tick phases, first time slices and time-slice
 //! jitter come from a
 //! [`rand_chacha::ChaCha8Rng`] seeded by [`CoschedModel::seed`].
+//!
+//! Two small ring jobs on one node of two PEs: FCFS runs them one after the other.
+//!
+//! ```
+//! use keel_sim::cluster::{simulate_spec, CoschedModel};
+//! use keel_workloads::bsp::{BspJob, Pattern};
+//! let model = CoschedModel::new(1, 2).unwrap();
+//! let job = BspJob::new(2, 0.001, 20, Pattern::Ring).unwrap();
+//! let run = simulate_spec(&model, "fcfs", &[job.clone(), job]).unwrap();
+//! let ends = run.ends();
+//! assert!(ends[0] >= 0.020); // 20 supersteps of 1 ms, plus the exchanges
+//! assert!(ends[1] >= ends[0] + 0.020);
+//! ```
 
 pub mod comm;
 pub mod model;

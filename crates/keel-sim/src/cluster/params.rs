@@ -3,6 +3,17 @@
 //! overridable. Values come from the paper's setup (§3.1: Quadrics QsNet,
 //! Linux 2.4 at HZ = 2048 on 1 GHz Pentium-III nodes) or, where it gives
 //! none, from the era's hardware, and were fixed before any scenario ran.
+//!
+//! A model starts from these defaults; each part can be replaced:
+//!
+//! ```
+//! use keel_sim::cluster::params::{CommClock, TIME_SLICE};
+//! use keel_sim::cluster::CoschedModel;
+//! let model = CoschedModel::new(2, 4).unwrap();
+//! assert_eq!(model.cluster.time_slice, TIME_SLICE);
+//! assert_eq!(model.comm_clock, CommClock::Scheduled);
+//! assert_eq!(CommClock::parse("wall").unwrap().name(), "wall");
+//! ```
 
 use serde::Serialize;
 

@@ -1,6 +1,19 @@
 //! What a simulated cluster run reports: per-job times, per-process
 //! counters and classes, per-PE usage, FCS's class timeline and, when
 //! asked, the run segments of every PE.
+//!
+//! A job alone on its PEs: its turnaround is its runtime, and the PEs compute most of the time.
+//!
+//! ```
+//! use keel_sim::cluster::{simulate_spec, CoschedModel};
+//! use keel_workloads::bsp::{BspJob, Pattern};
+//! let job = BspJob::new(2, 0.001, 10, Pattern::Ring).unwrap();
+//! let run = simulate_spec(&CoschedModel::new(1, 2).unwrap(), "fcfs", &[job]).unwrap();
+//! let result = &run.jobs[0];
+//! assert_eq!(result.turnaround, result.end - result.arrival);
+//! assert_eq!(run.mean_turnaround(), result.turnaround);
+//! assert!(run.utilisation() > 0.5 && run.utilisation() <= 1.0);
+//! ```
 
 use serde::Serialize;
 

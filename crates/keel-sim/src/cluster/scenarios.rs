@@ -10,6 +10,18 @@
 //!
 //! The paper's figures below are copied from its tables; they are never
 //! used by the model, only printed beside its results.
+//!
+//! A scenario, the paper's table for it and the model it runs on:
+//!
+//! ```
+//! use keel_sim::cluster::scenarios::{model_for, paper_table};
+//! use keel_workloads::bsp::fine_grained;
+//! let scenario = fine_grained();
+//! let table = paper_table(&scenario.name).unwrap();
+//! assert_eq!(table.max_of("gs"), Some(118.08));
+//! let model = model_for(&scenario, 1).unwrap();
+//! assert_eq!(model.cluster.pes_per_node, scenario.pes_per_node);
+//! ```
 
 use keel_workloads::bsp::{self, BspJob, BspScenario, Pattern};
 use serde::Serialize;

@@ -57,6 +57,18 @@
 //! (every exchange costs one latency), contention in the network, OS
 //! noise other than the jitter of the time slices, SMP migration between a
 //! node's PEs (each process stays on the PE the matrix gives it).
+//!
+//! Any policy object runs through [`simulate`]; the report names it by its canonical spec:
+//!
+//! ```
+//! use keel_sim::cluster::{simulate, CoschedModel};
+//! use keel_workloads::bsp::{BspJob, Pattern};
+//! let policy = keel_policy::cosched::parse("gs").unwrap();
+//! let job = BspJob::new(2, 0.001, 10, Pattern::Barrier).unwrap();
+//! let run = simulate(&CoschedModel::new(1, 2).unwrap(), policy.as_ref(), &[job]).unwrap();
+//! assert_eq!(run.policy, policy.spec().to_string());
+//! assert_eq!(run.jobs.len(), 1);
+//! ```
 
 use std::collections::VecDeque;
 
