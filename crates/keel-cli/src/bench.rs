@@ -142,7 +142,7 @@ pub fn run_schedule(
     };
     // One loop identity per workload and schedule, so that adaptive and
     // selecting schedules see only their own history.
-    let id: &'static str = Box::leak(format!("keel bench loops/{}/{schedule}", w.spec()).into());
+    let id = format!("keel bench loops/{}/{schedule}", w.spec());
     // The workload-aware schedules (binlpt, greedy) map iterations by these
     // hints; the others ignore them. They are the model's exact work, the
     // best estimate a user could give (BinLPT's premise).
@@ -152,7 +152,7 @@ pub fn run_schedule(
     for _ in 0..reps.max(1) {
         let mut l = keel::parallel(0..w.iterations())
             .schedule(schedule.to_string())
-            .id(id)
+            .id(id.clone())
             .workload(&hints);
         if let Some(k) = chunk {
             l = l.chunk(k);

@@ -202,7 +202,7 @@ struct Program<'a> {
     schedule: &'a str,
     chunk: ChunkMode,
     tag: String,
-    ids: HashMap<&'static str, &'static str>,
+    ids: HashMap<&'static str, String>,
     times: Vec<f64>,
 }
 
@@ -226,10 +226,11 @@ impl<'a> Program<'a> {
     ) -> Result<(), CliError> {
         for (c, call) in w.calls(step).iter().enumerate() {
             let tag = &self.tag;
-            let id = *self
+            let id = self
                 .ids
                 .entry(call.name)
-                .or_insert_with(|| Box::leak(format!("{tag}/{}", call.name).into_boxed_str()));
+                .or_insert_with(|| format!("{tag}/{}", call.name))
+                .clone();
             let mut l = keel::parallel(0..call.iterations)
                 .schedule(self.schedule.to_string())
                 .id(id);
@@ -252,7 +253,9 @@ impl<'a> Program<'a> {
         let records = self
             .ids
             .iter()
-            .filter_map(|(name, id)| record(LoopId::Named(id)).map(|r| (name.to_string(), r)))
+            .filter_map(|(name, id)| {
+                record(LoopId::named(id.clone())).map(|r| (name.to_string(), r))
+            })
             .collect();
         ProgramRun {
             times: self.times,

@@ -162,10 +162,9 @@ fn thread_loop(pool: &ThreadPool, schedule: &str, hints: &[f64]) -> Vec<usize> {
     let owner: Vec<AtomicUsize> = (0..hints.len())
         .map(|_| AtomicUsize::new(usize::MAX))
         .collect();
-    let id: &'static str = Box::leak(format!("one-policy-{schedule}").into_boxed_str());
     pool.parallel(0..hints.len())
         .schedule(schedule.to_string())
-        .id(id)
+        .id(format!("one-policy-{schedule}"))
         .workload(hints)
         .for_each_chunk(|range| {
             let me = std::thread::current()

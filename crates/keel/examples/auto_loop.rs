@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         t_par += summary.t_par;
     }
 
-    let record = loops::record(LoopId::Named("triangular")).ok_or("the loop kept no record")?;
+    let record = loops::record(LoopId::named("triangular")).ok_or("the loop kept no record")?;
     println!(
         "{} instances on {} threads, {:.1} ms in the loop in all",
         record.instances,

@@ -22,13 +22,13 @@ const METHODS: [&str; 5] = [
 fn every_method_runs_every_iteration_once_at_every_instance() {
     let pool = pool(3);
     for method in METHODS {
-        let id: &'static str = Box::leak(format!("once-{method}").into_boxed_str());
+        let id = format!("once-{method}");
         for instance in 0..30u64 {
             let n = 500 + instance * 37;
             let hits = counters(n);
             pool.parallel(0..n)
                 .schedule(method)
-                .id(id)
+                .id(id.clone())
                 .for_each(|i| {
                     hits[i as usize].fetch_add(1, Ordering::Relaxed);
                 })
@@ -36,7 +36,7 @@ fn every_method_runs_every_iteration_once_at_every_instance() {
             let bad = not_once(&hits);
             assert!(bad.is_empty(), "{method}, instance {instance}: {bad:?}");
         }
-        let rec = record(LoopId::Named(id)).unwrap();
+        let rec = record(LoopId::named(id)).unwrap();
         let timeline = rec.selection.expect("auto records its choices");
         assert_eq!(
             timeline.runs.iter().map(|r| r.len).sum::<u64>(),
@@ -62,7 +62,7 @@ fn each_loop_keeps_its_own_selection_state() {
                 .id(id)
                 .for_each(|_| {})
                 .unwrap();
-            seen[k].push(record(LoopId::Named(id)).unwrap().last.schedule);
+            seen[k].push(record(LoopId::named(id)).unwrap().last.schedule);
         }
     }
     for sequence in &seen {
@@ -79,7 +79,7 @@ fn the_expert_chunk_takes_the_chunk_parameters_place() {
             .id(id)
             .for_each_chunk(|_| {})
             .unwrap();
-        record(LoopId::Named(id)).unwrap().last.chunk
+        record(LoopId::named(id)).unwrap().last.chunk
     };
     let expert = keel::policy::select::expert_chunk(1_000_000, 2);
     assert!(expert.is_some());

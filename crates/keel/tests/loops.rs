@@ -241,10 +241,34 @@ fn each_call_site_keeps_its_own_record() {
     assert_eq!(record(a.id).unwrap().last.iterations, 10);
     assert_eq!(record(b.id).unwrap().last.iterations, 20);
     let named = pool.parallel(0..5u32).id("named").for_each(|_| {}).unwrap();
-    assert_eq!(named.id, LoopId::Named("named"));
-    let rec = record(LoopId::Named("named")).unwrap();
+    assert_eq!(named.id, LoopId::named("named"));
+    let rec = record(LoopId::named("named")).unwrap();
     assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 5);
     assert_eq!(rec.last.finish.len(), 2);
+}
+
+#[test]
+fn names_with_equal_text_are_one_loop() {
+    let pool = pool(2);
+    for n in [10u32, 20] {
+        let part = "shared";
+        pool.parallel(0..n)
+            .id(format!("{part}-name"))
+            .for_each(|_| {})
+            .unwrap();
+    }
+    let owned = format!("{}-name", "shared");
+    let rec = record(LoopId::named(owned)).unwrap();
+    assert_eq!(rec.instances, 2);
+    assert_eq!(rec.last.iterations, 20);
+    // A literal with the same text names the same loop.
+    let summary = pool
+        .parallel(0..30u32)
+        .id("shared-name")
+        .for_each(|_| {})
+        .unwrap();
+    assert_eq!(summary.id, LoopId::named(String::from("shared-name")));
+    assert_eq!(record(summary.id).unwrap().instances, 3);
 }
 
 /// Iterations run by the slowed participant (the worker thread
@@ -270,7 +294,7 @@ fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static s
         })
         .unwrap();
     }
-    record(LoopId::Named(id)).unwrap().last.thread_iterations[1]
+    record(LoopId::named(id)).unwrap().last.thread_iterations[1]
 }
 
 #[test]

@@ -70,21 +70,21 @@ proptest! {
 }
 
 /// Runs loop `id` once with `hints` and returns its record's assignment count.
-fn run(pool: &ThreadPool, schedule: &str, id: &'static str, hints: &[f64]) -> u64 {
+fn run(pool: &ThreadPool, schedule: &str, id: &str, hints: &[f64]) -> u64 {
     pool.parallel(0..hints.len())
         .schedule(schedule.to_string())
-        .id(id)
+        .id(id.to_string())
         .workload(hints)
         .for_each(|_| {})
         .unwrap();
-    record(LoopId::Named(id)).unwrap().assignments
+    record(LoopId::named(id.to_string())).unwrap().assignments
 }
 
 #[test]
 fn the_assignment_is_reused_until_the_hints_change() {
     let pool = pool(2);
     for schedule in ["binlpt:chunks=16", "greedy"] {
-        let id: &'static str = Box::leak(format!("reuse-{schedule}").into_boxed_str());
+        let id = &format!("reuse-{schedule}");
         let mut hints: Vec<f64> = (0..200).map(|i| (i % 13) as f64).collect();
         for _ in 0..5 {
             assert_eq!(run(&pool, schedule, id, &hints), 1, "{schedule}");
@@ -96,12 +96,12 @@ fn the_assignment_is_reused_until_the_hints_change() {
         // A different chunk is a different assignment.
         pool.parallel(0..200usize)
             .schedule(schedule.to_string())
-            .id(id)
+            .id(id.clone())
             .chunk(4)
             .workload(&hints)
             .for_each(|_| {})
             .unwrap();
-        assert_eq!(record(LoopId::Named(id)).unwrap().assignments, 3);
+        assert_eq!(record(LoopId::named(id.clone())).unwrap().assignments, 3);
     }
 }
 
@@ -115,7 +115,7 @@ fn the_hints_steer_the_assignment() {
     for schedule in ["binlpt:chunks=40", "greedy"] {
         let load = [AtomicU64::new(0), AtomicU64::new(0)];
         let iterations = [AtomicU64::new(0), AtomicU64::new(0)];
-        let id: &'static str = Box::leak(format!("steer-{schedule}").into_boxed_str());
+        let id = format!("steer-{schedule}");
         pool.parallel(0..200usize)
             .schedule(schedule)
             .id(id)

@@ -31,7 +31,7 @@ impl Harness<'_> {
             let reps = self.reps_for(d);
             for si in 0..config.schedules.len() {
                 let cell = di * config.schedules.len() + si;
-                let (spec, id) = self.overhead_names[cell];
+                let (spec, id) = &self.overhead_names[cell];
                 let series = &mut self.overhead[cell][0];
                 match keel_loop(&pool, n, len, spec, id, 1)
                     .and_then(|_| keel_loop(&pool, n, len, spec, id, reps))
@@ -67,7 +67,7 @@ impl Harness<'_> {
             let len = self.delays[delay_index(&self.delays, d)].1;
             let reps = self.reps_for(d);
             for ai in 0..na {
-                let (spec, id) = self.adaptive_names[di * na + ai];
+                let (spec, id) = &self.adaptive_names[di * na + ai];
                 let series = &mut self.adaptive[di * na + ai];
                 match keel_loop(&pool, n, len, spec, id, 1)
                     .and_then(|_| keel_loop(&pool, n, len, spec, id, reps))
@@ -87,8 +87,8 @@ fn keel_loop(
     pool: &ThreadPool,
     n: u64,
     len: u32,
-    spec: &'static str,
-    id: &'static str,
+    spec: &str,
+    id: &str,
     reps: u64,
 ) -> Result<(f64, f64), LoopError> {
     let t = Instant::now();
@@ -96,8 +96,8 @@ fn keel_loop(
     for _ in 0..reps {
         let summary = pool
             .parallel(0..n)
-            .schedule(spec)
-            .id(id)
+            .schedule(spec.to_string())
+            .id(id.to_string())
             .for_each(|_| delay(len))?;
         chunks += summary.chunks;
     }

@@ -242,8 +242,8 @@ struct Harness<'c> {
     /// `[delay × schedule][runtime]`.
     overhead: Vec<[Series; 3]>,
     /// Keel names: `(spec, id)` per head-to-head cell and per adaptive cell.
-    overhead_names: Vec<(&'static str, &'static str)>,
-    adaptive_names: Vec<(&'static str, &'static str)>,
+    overhead_names: Vec<(String, String)>,
+    adaptive_names: Vec<(String, String)>,
     adaptive: Vec<Series>,
     latency: Vec<Series>,
     latency_reps: Vec<u64>,
@@ -268,10 +268,6 @@ fn latency_reps(
         reps[i] = (target as u64).clamp(20, 2_000_000);
     }
     reps[i]
-}
-
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
 }
 
 fn delay_index(delays: &[(f64, u32)], d: f64) -> usize {
@@ -338,20 +334,14 @@ impl<'c> Harness<'c> {
         let mut overhead = Vec::new();
         for &d in &config.delays_us {
             for s in &config.schedules {
-                overhead_names.push((
-                    leak(s.keel_spec()),
-                    leak(format!("keel-bench/{}/{d}us", s.label())),
-                ));
+                overhead_names.push((s.keel_spec(), format!("keel-bench/{}/{d}us", s.label())));
                 overhead.push(Default::default());
             }
         }
         let mut adaptive_names = Vec::new();
         for &d in &config.adaptive_delays_us {
             for s in &config.adaptive_schedules {
-                adaptive_names.push((
-                    leak(s.clone()),
-                    leak(format!("keel-bench/adaptive/{s}/{d}us")),
-                ));
+                adaptive_names.push((s.clone(), format!("keel-bench/adaptive/{s}/{d}us")));
             }
         }
         let rounds = config.rounds;

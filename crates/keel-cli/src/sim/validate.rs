@@ -245,9 +245,9 @@ fn validate_workload(
     // binlpt and greedy map by these hints in both contexts: the model's
     // exact work, as `keel bench loops` passes them.
     let hints: Vec<f64> = w.work().iter().map(|&u| u as f64).collect();
-    let ids: Vec<&'static str> = schedules
+    let ids: Vec<String> = schedules
         .iter()
-        .map(|s| &*Box::leak(format!("keel sim validate/{spec}/{s}").into_boxed_str()))
+        .map(|s| format!("keel sim validate/{spec}/{s}"))
         .collect();
     // One untimed parallel instance warms the pool.
     pool.parallel(0..w.iterations())
@@ -275,7 +275,7 @@ fn validate_workload(
             let summary = pool
                 .parallel(0..w.iterations())
                 .schedule(schedule.clone())
-                .id(ids[k])
+                .id(ids[k].clone())
                 .workload(&hints)
                 .for_each(|i| {
                     black_box(w.run(i));

@@ -80,7 +80,7 @@ pub enum LoopError {
 
 /// A small, allocation-free summary of one instance; the full measurements
 /// are in the loop's [`LoopRecord`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoopSummary {
     /// The loop's identity.
     pub id: LoopId,
@@ -263,9 +263,12 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         }
     }
 
-    /// Names the loop, so that its records do not depend on the call site.
-    pub fn id(mut self, name: &'static str) -> Self {
-        self.id = LoopId::Named(name);
+    /// Names the loop, so that its records do not depend on the call site:
+    /// a literal (`.id("solver")`) or a name built at run time
+    /// (`.id(format!("solver/{level}"))`); names with equal text are one
+    /// loop.
+    pub fn id(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.id = LoopId::Named(name.into());
         self
     }
 
@@ -297,7 +300,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         };
         let schedule_error = |error| LoopError::Schedule { source_name, error };
         let threads = pool.team_size_here();
-        let loop_state = state::state_of(self.id);
+        let loop_state = state::state_of(&self.id);
 
         // Before the fork: what this loop kept from its earlier instances,
         // and, under `auto`, this instance's schedule.
@@ -305,7 +308,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let (parsed, shape, profile, profiled, assignment, selected) = {
             let mut st = state::lock(loop_state);
             let (parsed, auto_chunk, selected) =
-                resolve(&mut st, self.id, text, iterations, threads).map_err(schedule_error)?;
+                resolve(&mut st, &self.id, text, iterations, threads).map_err(schedule_error)?;
             let reads = |concept| {
                 parsed
                     .schedule
@@ -445,7 +448,7 @@ struct Selected {
 /// with the expert chunk on, a chunk parameter.
 fn resolve(
     st: &mut LoopState,
-    id: LoopId,
+    id: &LoopId,
     text: &str,
     iterations: u64,
     threads: usize,
@@ -514,7 +517,7 @@ fn env_expert_chunk() -> bool {
 }
 
 /// A stable number per loop, separating RandomSel's random streams.
-fn stream_of(id: LoopId) -> u64 {
+fn stream_of(id: &LoopId) -> u64 {
     // FNV-1a over the loop's printed identity: stable across runs.
     id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)

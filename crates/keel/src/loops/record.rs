@@ -3,6 +3,7 @@
 //! loop keeps its own measurements across instances; the selection methods
 //! and adaptive schedules read them, and users can query them.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::panic::Location;
 
@@ -18,12 +19,23 @@ use super::state::{self, LoopState, Resolved, Selection};
 use super::Slot;
 
 /// Identity of a loop across its instances.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Two names with equal text are one loop, however they were made: a
+/// literal, a `format!` string, or a name rebuilt on every instance.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LoopId {
     /// The source location of the call that started the loop.
     Site(&'static Location<'static>),
-    /// A name the user gave with `.id(..)`.
-    Named(&'static str),
+    /// A name the user gave with `.id(..)`: borrowed when it is a literal,
+    /// owned when it was built at run time.
+    Named(Cow<'static, str>),
+}
+
+impl LoopId {
+    /// The identity of a loop named `name` with `.id(name)`.
+    pub fn named(name: impl Into<Cow<'static, str>>) -> Self {
+        LoopId::Named(name.into())
+    }
 }
 
 impl fmt::Display for LoopId {
@@ -189,7 +201,7 @@ impl LoopRecord {
 
 /// A copy of the record of loop `id`, if it has run.
 pub fn record(id: LoopId) -> Option<LoopRecord> {
-    let state = state::existing(id)?;
+    let state = state::existing(&id)?;
     let state = state::lock(state);
     (state.record.instances > 0).then(|| snapshot(&state))
 }
@@ -199,7 +211,7 @@ pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
     let mut all = Vec::new();
     state::for_each_state(|id, state| {
         if state.record.instances > 0 {
-            all.push((id, snapshot(state)));
+            all.push((id.clone(), snapshot(state)));
         }
     });
     all

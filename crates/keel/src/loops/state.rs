@@ -85,7 +85,9 @@ pub(crate) struct LoopState {
 /// A loop's state lives as long as the program, like the code of the loop
 /// it describes (LLVM keeps its per-loop records the same way): it is
 /// leaked once per distinct loop, so that finding it costs no reference
-/// count.
+/// count. The registry never forgets a loop (`clear_records` empties the
+/// records, not the map), so the leak holds nothing the map would not
+/// hold anyway: one state per distinct call site or name.
 pub(crate) type SharedState = &'static Mutex<LoopState>;
 
 fn states() -> &'static Mutex<HashMap<LoopId, SharedState>> {
@@ -103,30 +105,37 @@ thread_local! {
     static RECENT_STATES: RefCell<Recent> = RefCell::new((Default::default(), 0));
 }
 
-/// Pointer equality first: one call site's `Location` is one static, so the
-/// cache almost always hits on it; value equality covers a site whose
-/// location the compiler duplicated (generic code in several units).
-fn same(a: LoopId, b: LoopId) -> bool {
+/// Pointer equality for call sites: one call site's `Location` is one
+/// static, so the cache almost always hits on it; value equality in the
+/// map covers a site whose location the compiler duplicated (generic code
+/// in several units). Names compare by text, since an owned name is a new
+/// allocation on every instance.
+fn same(a: &LoopId, b: &LoopId) -> bool {
     match (a, b) {
-        (LoopId::Site(x), LoopId::Site(y)) => std::ptr::eq(x, y),
-        (LoopId::Named(x), LoopId::Named(y)) => std::ptr::eq(x, y),
+        (LoopId::Site(x), LoopId::Site(y)) => std::ptr::eq(*x, *y),
+        (LoopId::Named(x), LoopId::Named(y)) => x == y,
         _ => false,
     }
 }
 
 /// The state of loop `id`, created on first use.
-pub(crate) fn state_of(id: LoopId) -> SharedState {
+pub(crate) fn state_of(id: &LoopId) -> SharedState {
     RECENT_STATES.with(|recent| {
         let mut recent = recent.borrow_mut();
         let (slots, next) = &mut *recent;
-        if let Some(&(_, state)) = slots.iter().flatten().find(|(k, _)| same(*k, id)) {
+        if let Some(&(_, state)) = slots.iter().flatten().find(|(k, _)| same(k, id)) {
             return state;
         }
         let state: SharedState = {
             let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
-            map.entry(id).or_insert_with(|| Box::leak(Box::default()))
+            match map.get(id) {
+                Some(&state) => state,
+                None => *map
+                    .entry(id.clone())
+                    .or_insert_with(|| Box::leak(Box::default())),
+            }
         };
-        slots[*next] = Some((id, state));
+        slots[*next] = Some((id.clone(), state));
         *next = (*next + 1) % RECENT;
         state
     })
@@ -139,18 +148,18 @@ pub(crate) fn lock(state: &Mutex<LoopState>) -> MutexGuard<'_, LoopState> {
 }
 
 /// Runs `f` on every loop's state.
-pub(crate) fn for_each_state(mut f: impl FnMut(LoopId, &mut LoopState)) {
+pub(crate) fn for_each_state(mut f: impl FnMut(&LoopId, &mut LoopState)) {
     let map = states().lock().unwrap_or_else(|e| e.into_inner());
     for (id, state) in map.iter() {
-        f(*id, &mut lock(state));
+        f(id, &mut lock(state));
     }
 }
 
 /// The state of `id` if the loop has been seen.
-pub(crate) fn existing(id: LoopId) -> Option<SharedState> {
+pub(crate) fn existing(id: &LoopId) -> Option<SharedState> {
     states()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .get(&id)
+        .get(id)
         .copied()
 }
