@@ -6,7 +6,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use keel::loops::{record, LoopError, LoopId};
+use keel::loops::{record, LoopId};
 use keel::ThreadPool;
 use proptest::prelude::*;
 
@@ -127,9 +127,6 @@ fn bad_input_is_a_typed_error_and_runs_nothing() {
     let body = |_: u32| {
         ran.fetch_add(1, Ordering::Relaxed);
     };
-    #[allow(clippy::reversed_empty_ranges)]
-    let inverted = pool.parallel(5u32..3).for_each(body);
-    assert!(matches!(inverted, Err(LoopError::InvertedRange { .. })));
     let err = pool
         .parallel(0u32..10)
         .schedule("bogus")
@@ -269,6 +266,41 @@ fn names_with_equal_text_are_one_loop() {
         .unwrap();
     assert_eq!(summary.id, LoopId::named(String::from("shared-name")));
     assert_eq!(record(summary.id).unwrap().instances, 3);
+}
+
+/// `for i in 5..2` runs nothing, and so does a parallel loop over it,
+/// whatever its schedule.
+#[test]
+#[allow(clippy::reversed_empty_ranges)]
+fn an_inverted_range_runs_nothing_under_every_schedule() {
+    let pool = pool(3);
+    for schedule in schedules() {
+        let ran = AtomicUsize::new(0);
+        let summary = pool
+            .parallel(5u32..2)
+            .schedule(schedule.clone())
+            .for_each(|_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap_or_else(|e| panic!("{schedule}: {e}"));
+        assert_eq!(ran.load(Ordering::Relaxed), 0, "{schedule}");
+        assert_eq!((summary.iterations, summary.chunks), (0, 0), "{schedule}");
+        let chunks = pool
+            .parallel(i64::MAX..i64::MIN)
+            .schedule(schedule.clone())
+            .for_each_chunk(|r| {
+                ran.fetch_add(r.count(), Ordering::Relaxed);
+            })
+            .unwrap_or_else(|e| panic!("{schedule}: {e}"));
+        assert_eq!(ran.load(Ordering::Relaxed), 0, "{schedule}");
+        assert_eq!(chunks.iterations, 0, "{schedule}");
+    }
+    assert_eq!(
+        keel::for_each(10u8..1, |_| panic!("ran"))
+            .unwrap()
+            .iterations,
+        0
+    );
 }
 
 /// Iterations run by the slowed participant (the worker thread

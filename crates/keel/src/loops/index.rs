@@ -9,7 +9,8 @@ use super::LoopError;
 
 /// An integer type a parallel loop can run over.
 pub trait LoopIndex: Copy + Send + Sync + std::fmt::Debug + 'static {
-    /// Number of iterations in `range`, or why the range is not a loop.
+    /// Number of iterations in `range` (none when the start is after the
+    /// end, as `for i in 5..2` runs none), or why the range is not a loop.
     fn span(range: &Range<Self>) -> Result<u64, LoopError>;
     /// `start + offset`, for an offset inside the range's span.
     fn at(start: Self, offset: u64) -> Self;
@@ -19,11 +20,8 @@ macro_rules! loop_index {
     ($($t:ty => $wide:ty),* $(,)?) => {$(
         impl LoopIndex for $t {
             fn span(range: &Range<Self>) -> Result<u64, LoopError> {
-                if range.start > range.end {
-                    return Err(LoopError::InvertedRange {
-                        start: range.start.to_string(),
-                        end: range.end.to_string(),
-                    });
+                if range.start >= range.end {
+                    return Ok(0);
                 }
                 let span = (range.end as $wide).wrapping_sub(range.start as $wide);
                 u64::try_from(span).map_err(|_| LoopError::RangeTooLong {
@@ -66,11 +64,9 @@ mod tests {
 
     #[test]
     #[allow(clippy::reversed_empty_ranges)]
-    fn inverted_and_too_long_ranges_are_typed_errors() {
-        assert!(matches!(
-            u32::span(&(5..3)),
-            Err(LoopError::InvertedRange { .. })
-        ));
+    fn inverted_ranges_are_empty_and_too_long_ones_typed_errors() {
+        assert_eq!(u32::span(&(5..3)).unwrap(), 0);
+        assert_eq!(i64::span(&(i64::MAX..i64::MIN)).unwrap(), 0);
         assert!(matches!(
             u128::span(&(0..u128::MAX)),
             Err(LoopError::RangeTooLong { .. })

@@ -51,14 +51,6 @@ pub use record::{
 /// Why a loop did not run. No iteration has run when one is returned.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LoopError {
-    /// `start > end`.
-    #[error("inverted loop range {start}..{end}: the start is after the end")]
-    InvertedRange {
-        /// The start, printed.
-        start: String,
-        /// The end, printed.
-        end: String,
-    },
     /// More than `u64::MAX` iterations.
     #[error("loop range of {len} iterations is longer than 2^64 - 1")]
     RangeTooLong {
