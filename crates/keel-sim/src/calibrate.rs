@@ -28,6 +28,17 @@
 //! hardware a contended line costs more than an uncontended one — the model
 //! keeps the contended rate, which is what makes small chunks expensive at
 //! scale, and so overstates one lone claim by `t₂ − t₁`.
+//!
+//! The model from claim costs, and the committed file's round trip:
+//!
+//! ```
+//! use keel_sim::{Calibration, OverheadModel};
+//! // One thread claims in 40 ns, two in 30 ns each: 30 ns are serial.
+//! let model = OverheadModel::from_claims(5e-6, 40e-9, 30e-9).unwrap();
+//! assert_eq!((model.fork_join, model.claim_serial), (5e-6, 30e-9));
+//! let committed = Calibration::committed().unwrap();
+//! assert_eq!(Calibration::from_json(&committed.to_json()).unwrap(), committed);
+//! ```
 
 use std::path::Path;
 

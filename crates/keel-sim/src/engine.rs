@@ -4,6 +4,21 @@
 //!
 //! A binary heap gives O(log n) per event; the models keep at most a few events
 //! per worker in flight, so a run costs O(events · log P).
+//!
+//! Events come out in time order, simultaneous ones in scheduling order:
+//!
+//! ```
+//! use keel_sim::EventQueue;
+//! let mut q = EventQueue::new();
+//! q.schedule(2.0, "late");
+//! q.schedule(1.0, "first");
+//! q.schedule(1.0, "second");
+//! assert_eq!(q.pop(), Some((1.0, "first")));
+//! assert_eq!(q.pop(), Some((1.0, "second")));
+//! q.schedule_in(0.5, "relative"); // 0.5 s after now (1.0)
+//! assert_eq!(q.pop(), Some((1.5, "relative")));
+//! assert_eq!(q.now(), 1.5);
+//! ```
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -1,4 +1,13 @@
 //! Typed errors of the simulator: bad models, bad parameters, bad traces.
+//!
+//! Every message names what was wrong and what is valid:
+//!
+//! ```
+//! use keel_sim::loops::IterationCosts;
+//! let err = IterationCosts::new(&[1.0, -2.0]).unwrap_err();
+//! assert!(matches!(err, keel_sim::SimError::InvalidParameter { .. }));
+//! assert!(err.to_string().starts_with("invalid "));
+//! ```
 
 use thiserror::Error;
 

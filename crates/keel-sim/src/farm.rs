@@ -28,6 +28,17 @@
 //!
 //! Not modelled: the emitter's wake-up latency after a park, the
 //! collector, feedback (the material farm of §III-E.2).
+//!
+//! Round-robin over two equal workers: each runs half the items.
+//!
+//! ```
+//! use keel_sim::farm::{simulate, uniform_costs, FarmModel};
+//! let model = FarmModel::heterogeneous(2, 0, 1.0).unwrap();
+//! let costs = uniform_costs(10, 1e-3).unwrap();
+//! let run = simulate(&model, "rr", &costs).unwrap();
+//! assert_eq!(run.per_worker, vec![5, 5]);
+//! assert!(run.makespan >= 5e-3);
+//! ```
 
 use std::cell::Cell;
 use std::collections::VecDeque;

@@ -7,6 +7,19 @@
 //! the cost per claim grows with contention — not by a formula in P, but by
 //! claims actually colliding in simulated time, as they do on a real machine
 //! when chunks are short.
+//!
+//! Claims serialise on the shared counter: a second claim at the same time waits.
+//!
+//! ```
+//! use keel_sim::{OverheadModel, SharedCounter};
+//! let model = OverheadModel { fork_join: 0.0, claim_local: 1e-6, claim_serial: 2e-6 };
+//! let mut counter = SharedCounter::new();
+//! let a = counter.claim(0.0, &model);
+//! let b = counter.claim(0.0, &model);
+//! assert!(b > a);
+//! assert_eq!(counter.claims(), 2);
+//! assert!(counter.waited() > 0.0);
+//! ```
 
 use serde::{Deserialize, Serialize};
 

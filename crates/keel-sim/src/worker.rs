@@ -6,6 +6,17 @@
 //! constant in time (its base speed times the factors of the perturbations
 //! active at that time), so a piece of work that straddles a perturbation's
 //! boundary is integrated exactly, not sampled at its start.
+//!
+//! A worker slowed to half speed from 1 s to 2 s: three units of work
+//! started at 0 end at 3.5 s.
+//!
+//! ```
+//! use keel_sim::{Noise, Perturbation, WorkerModel};
+//! let slowed = Perturbation { from: 1.0, to: 2.0, speed_factor: 0.5 };
+//! let worker = WorkerModel::with(1.0, Noise::None, &[slowed]).unwrap();
+//! assert_eq!(worker.speed_at(1.5), 0.5);
+//! assert!((worker.finish_exact(0.0, 3.0) - 3.5).abs() < 1e-12);
+//! ```
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -2,6 +2,15 @@
 //! prefix sums so that the cost of any chunk is one subtraction: the
 //! simulator pays O(1) per chunk whatever its size, which is what keeps a run
 //! at O(events · log P) rather than O(iterations).
+//!
+//! Any chunk's cost is one subtraction of prefix sums:
+//!
+//! ```
+//! use keel_sim::loops::IterationCosts;
+//! let costs = IterationCosts::new(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+//! assert_eq!(costs.range(1..3), 5.0);
+//! assert_eq!((costs.cost(3), costs.total(), costs.len()), (4.0, 10.0, 4));
+//! ```
 
 use std::ops::Range;
 

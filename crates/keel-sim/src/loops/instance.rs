@@ -36,6 +36,27 @@
 //! prefix sums and, for stealing, a victim search in O(log P) over the set
 //! of non-empty ranges: O(events · log P) for every built-in plan whose own
 //! arithmetic is O(1) per request.
+//!
+//! A registry schedule's plan enacted directly: `static` on two noise-free
+//! workers gives each half the iterations.
+//!
+//! ```
+//! use keel_policy::dls::{parse_schedule, LoopShape};
+//! use keel_policy::ContextHandler;
+//! use keel_sim::loops::instance::{simulate_plan, RunOptions};
+//! use keel_sim::loops::{IterationCosts, Machine};
+//! use keel_sim::OverheadModel;
+//! use rand_chacha::{rand_core::SeedableRng, ChaCha8Rng};
+//! let costs = IterationCosts::uniform(8, 1e-3).unwrap();
+//! let machine = Machine::uniform(2, OverheadModel::ZERO).unwrap();
+//! let (schedule, chunk) = parse_schedule("static").unwrap();
+//! let ctx = ContextHandler::new();
+//! let plan = schedule.plan(&LoopShape::new(8, 2, chunk).unwrap(), &ctx).unwrap();
+//! let mut rng = ChaCha8Rng::seed_from_u64(1);
+//! let r = simulate_plan(&plan, &costs, &machine, 0.0, RunOptions::default(), &mut rng);
+//! assert_eq!(r.thread_iterations, vec![4, 4]);
+//! assert!((r.t_par - 4e-3).abs() < 1e-12);
+//! ```
 
 use std::collections::BTreeSet;
 use std::ops::Range;

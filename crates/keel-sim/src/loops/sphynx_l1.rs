@@ -8,6 +8,15 @@
 //! Every parameter is fixed here and pinned by the golden test below, before
 //! any curve was measured: 1,000,000 particles, 20 time steps (the dense
 //! region drifts from x = 0.1 to 0.9 over them), the bathtub at step 0.
+//!
+//! One cost per particle at the calibrated spin unit:
+//!
+//! ```
+//! use keel_sim::loops::sphynx_l1::{SphynxL1, BATHTUB_STEP, PARTICLES};
+//! let costs = SphynxL1::new().costs(BATHTUB_STEP, 1e-9).unwrap();
+//! assert_eq!(costs.len(), PARTICLES as u64);
+//! assert!(costs.total() > 0.0);
+//! ```
 
 use keel_policy::Spec;
 use keel_workloads::steps::Sphynx;

@@ -19,6 +19,21 @@
 //! Simulated time runs on across instances (the next forks when the
 //! previous one has joined), so a worker's perturbation window covers the
 //! instances it overlaps.
+//!
+//! Selection per instance: `auto,exhaustive` tries the portfolio in order, one loop instance each.
+//!
+//! ```
+//! use keel_sim::loops::{IterationCosts, Machine, Stepper};
+//! use keel_sim::OverheadModel;
+//! let machine = Machine::uniform(4, OverheadModel::ZERO).unwrap();
+//! let mut stepper = Stepper::new(machine, "auto,exhaustive", 1).unwrap();
+//! let costs = IterationCosts::uniform(1000, 1e-6).unwrap();
+//! for _ in 0..3 {
+//!     stepper.run("density", &costs).unwrap();
+//! }
+//! assert_eq!(stepper.selection_record("density").unwrap().instances(), 3);
+//! assert!(stepper.now() > 0.0);
+//! ```
 
 use std::collections::HashMap;
 

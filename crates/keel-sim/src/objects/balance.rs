@@ -5,6 +5,23 @@
 //! placement — handed to the unchanged registry policy, and its decision
 //! checked the same way (one PU per object, no unmigratable object moved, no
 //! unavailable PU used).
+//!
+//! Greedy moves one of two equal objects off an overloaded PU:
+//!
+//! ```
+//! use keel_sim::objects::{decide, RemapInput};
+//! let greedy = keel_policy::mapping::registry().build("greedy").unwrap();
+//! let input = RemapInput {
+//!     loads: &[1.0, 1.0],
+//!     background: &[0.0, 0.0],
+//!     migratable: &[true, true],
+//!     available: &[true, true],
+//!     current: &[0, 0],
+//! };
+//! let decided = decide(greedy.as_ref(), &input).unwrap();
+//! assert_eq!(decided.migrations, 1);
+//! assert_eq!((decided.lambda_before, decided.lambda_after), (1.0, 0.0));
+//! ```
 
 use keel_policy::mapping::MappingInput;
 use keel_policy::{

@@ -30,6 +30,20 @@
 //!   published lb_test runs with Charm++ 6.8.1), plus migrations through [`MigrationModel`].
 //! - **Stealing** of potential tasks happens inside a node only; see
 //!   `step`.
+//!
+//! A small stencil on one node of two PUs, block placement and no remaps:
+//!
+//! ```
+//! use keel_sim::objects::{simulate, Balancing, ObjectsModel, WorkloadCosts};
+//! use keel_sim::Noise;
+//! use keel_workloads::objects::object_workload;
+//! let work = object_workload("stencil:pus=2,objects=8,rows=4,row-us=10,steps=3,scale=1").unwrap();
+//! let model = ObjectsModel::new(1, 2, Noise::None).unwrap();
+//! let run = simulate(&model, &WorkloadCosts::new(work.as_ref()), &Balancing::none("none")).unwrap();
+//! assert_eq!(run.step_s.len(), 3);
+//! assert_eq!(run.placement.len(), 8);
+//! assert_eq!(run.migrations, 0);
+//! ```
 
 pub mod balance;
 mod step;
