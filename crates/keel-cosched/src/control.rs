@@ -31,6 +31,16 @@
 //! [`REPLY_DEADLINE`]. Job lines are bounded field by field when parsed
 //! (`job.rs`), checked against the machine before anything is allocated
 //! for them, and at most [`MAX_LIVE_JOBS`] submitted jobs may be unended.
+//!
+//! Parsing requests, and the ownership rule (root is no exception):
+//!
+//! ```
+//! use keel_cosched::control::{authorize, ControlCommand};
+//! assert_eq!(ControlCommand::parse("kill 7"), Ok(ControlCommand::Kill(7)));
+//! assert!(ControlCommand::parse("kill seven").is_err());
+//! assert!(authorize(1000, 1000).is_ok());
+//! assert!(authorize(0, 1000).is_err());
+//! ```
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};

@@ -39,6 +39,15 @@
 //! between `fork` and `_exit` it only makes async-signal-safe system calls
 //! on memory prepared before the fork: no allocation, no locks, no Rust
 //! I/O types.
+//!
+//! What happens to the jobs when the manager dies is a setting (resume by default):
+//!
+//! ```
+//! use keel_cosched::guardian::ManagerExit;
+//! assert_eq!(ManagerExit::default(), ManagerExit::Resume);
+//! assert_eq!("kill".parse::<ManagerExit>(), Ok(ManagerExit::Kill));
+//! assert!("stop".parse::<ManagerExit>().is_err());
+//! ```
 
 use std::ffi::CString;
 use std::io;

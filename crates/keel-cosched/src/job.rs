@@ -25,6 +25,16 @@
 //! limit is refused with a message naming the limit, before anything is
 //! allocated for the job; whether a job fits a particular machine (ranks
 //! and PEs against its PE count) is [`JobSpec::check_fits`].
+//!
+//! Parsing a job file's text:
+//!
+//! ```
+//! use keel_cosched::parse_jobs;
+//! let jobs = parse_jobs("# two jobs\nfine-0 2 -- @bsp --iterations 500\nfiller 1 arrival=0.5 -- /bin/true\n", "jobs").unwrap();
+//! assert_eq!((jobs[0].name.as_str(), jobs[0].ranks), ("fine-0", 2));
+//! assert_eq!(jobs[1].arrival, 0.5);
+//! assert_eq!(jobs[1].command, vec!["/bin/true"]);
+//! ```
 
 use std::collections::HashSet;
 use std::io::Read;

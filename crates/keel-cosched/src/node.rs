@@ -17,6 +17,16 @@
 //!
 //! Every process's enacted state is cached, so an unchanged decision costs
 //! no system call (Algorithm 1's "`current == next` → return").
+//!
+//! A policy's wait mode as the page carries it, in nanoseconds:
+//!
+//! ```
+//! use keel_cosched::node::page_mode;
+//! use keel_cosched::PageWaitMode;
+//! use keel_policy::cosched::WaitMode;
+//! assert_eq!(page_mode(WaitMode::SpinBlock { spin: 1e-4 }), PageWaitMode::SpinBlock { spin_ns: 100_000 });
+//! assert_eq!(page_mode(WaitMode::Poll).code(), 0);
+//! ```
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

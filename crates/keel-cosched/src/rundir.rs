@@ -21,6 +21,20 @@
 //! their sockets, belongs to the job's user; the manager never creates a
 //! file in it. Ownership is always changed on a descriptor opened with
 //! `O_NOFOLLOW`, never on a path.
+//!
+//! A run directory under the system's temporary directory, removed when dropped:
+//!
+//! ```
+//! use keel_cosched::node::Owner;
+//! use keel_cosched::rundir::RunDir;
+//! use keel_cosched::sys::{getgid, getuid};
+//! let run = RunDir::create(&std::env::temp_dir()).unwrap();
+//! let job = run.job_dir(1, Owner { uid: getuid(), gid: getgid() }).unwrap();
+//! assert!(job.stderr(0).ends_with("job-1/rank-0.err"));
+//! let path = run.path().to_path_buf();
+//! drop(run);
+//! assert!(!path.exists());
+//! ```
 
 use std::ffi::OsString;
 use std::fs::File;

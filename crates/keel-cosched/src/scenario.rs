@@ -17,6 +17,16 @@
 //!
 //! Every rank runs the same number of supersteps; the base amount is
 //! [`ScenarioParams::granularity_ms`] of CPU time per step.
+//!
+//! A scenario by name, its jobs and the policy specs it runs:
+//!
+//! ```
+//! use keel_cosched::scenario::{policy_spec, Scenario, ScenarioParams};
+//! let scenario = Scenario::from_name("fine-grained").unwrap();
+//! assert_eq!(scenario.jobs(&ScenarioParams::quick()).len(), 2);
+//! assert_eq!(policy_spec("gs", 0.05), "gs:t-slice=0.05");
+//! assert_eq!(policy_spec("sb", 0.05), "sb");
+//! ```
 
 use std::time::Duration;
 

@@ -30,6 +30,18 @@
 //! re-reads `seq`; it retries while `seq` is odd or changed. A writer that
 //! dies mid-update leaves `seq` odd for ever, so readers give up after
 //! [`MAX_READ_RETRIES`] attempts with [`ShmError::Torn`] instead of hanging.
+//!
+//! Wait modes travel as codes; counters are read against a baseline:
+//!
+//! ```
+//! use keel_cosched::{Counters, PageWaitMode};
+//! let mode = PageWaitMode::SpinBlock { spin_ns: 100_000 };
+//! assert_eq!(PageWaitMode::from_code(mode.code(), 100_000), mode);
+//! let before = Counters { comm_count: 2, cpu_ns: 1_000, ..Counters::default() };
+//! let now = Counters { comm_count: 5, cpu_ns: 4_000, ..Counters::default() };
+//! let delta = now.since(&before);
+//! assert_eq!((delta.comm_count, delta.cpu_ns), (3, 3_000));
+//! ```
 
 use std::fs::OpenOptions;
 use std::io;

@@ -13,6 +13,16 @@
 //! A frozen process shows state `S` in `/proc`, not `T`: checks for
 //! leftovers must look at `cgroup.events` too (or, as the tests do, check
 //! that no job process is left at all).
+//!
+//! Signals need nothing from the system; `auto` tries the freezer first:
+//!
+//! ```
+//! use keel_cosched::suspend::Suspender;
+//! use keel_cosched::{SuspendChoice, SuspendKind};
+//! assert_eq!("auto".parse::<SuspendChoice>(), Ok(SuspendChoice::Auto));
+//! let suspender = Suspender::new(SuspendChoice::Signals).unwrap();
+//! assert_eq!(suspender.kind(), SuspendKind::Signals);
+//! ```
 
 use std::ffi::CString;
 use std::fmt;

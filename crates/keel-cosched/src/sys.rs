@@ -3,6 +3,16 @@
 //! Everything `unsafe` in the crate that is not about the shared page or the
 //! guardian's post-`fork` code lives here, each call with its own
 //! `// SAFETY:` note, so the managers above read as ordinary Rust.
+//!
+//! Reading clocks and identities:
+//!
+//! ```
+//! use keel_cosched::sys;
+//! let t0 = sys::monotonic_ns();
+//! assert!(sys::monotonic_ns() >= t0);
+//! assert_eq!(sys::getpid() as u32, std::process::id());
+//! assert!(!sys::allowed_cpus().unwrap().is_empty());
+//! ```
 
 use std::ffi::CString;
 use std::io;

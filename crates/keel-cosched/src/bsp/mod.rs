@@ -23,6 +23,19 @@
 //! Rank and size come from `KEEL_COSCHED_RANK` / `KEEL_COSCHED_SIZE`, the
 //! rendezvous directory from `KEEL_COSCHED_RENDEZVOUS` (all set by the node
 //! manager) or from the flags of the same names.
+//!
+//! One rank alone (no rendezvous, no page) computing three 1 ms supersteps:
+//!
+//! ```
+//! use clap::Parser;
+//! use keel_cosched::bsp::{run, BspArgs};
+//! let args = BspArgs::try_parse_from([
+//!     "keel-bsp-job", "--iterations", "3", "--granularity-ms", "1", "--rank", "0", "--size", "1",
+//! ])
+//! .unwrap();
+//! let summary = run(&args).unwrap();
+//! assert_eq!((summary.rank, summary.size, summary.iterations), (0, 1, 3));
+//! ```
 
 use std::io::{self, Write};
 use std::path::PathBuf;

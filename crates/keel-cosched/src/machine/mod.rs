@@ -21,6 +21,24 @@
 //! A job ends when all its processes have exited. If one fails (non-zero
 //! status or a signal) or cannot start, the job's other processes are
 //! resumed and killed, and its matrix slots are freed once they are gone.
+//!
+//! The configuration: one node per allowed CPU by default.
+//!
+//! ```
+//! use keel_cosched::Config;
+//! let config = Config::new("gs:t-slice=0.05").unwrap();
+//! assert_eq!(config.policy, "gs:t-slice=0.05");
+//! assert!(!config.nodes.is_empty());
+//! ```
+//!
+//! Running jobs starts real processes (hence not run here):
+//!
+//! ```no_run
+//! use keel_cosched::{parse_jobs, Config, Machine};
+//! let jobs = parse_jobs("ring 2 -- @bsp --iterations 100 --granularity-ms 5\n", "jobs").unwrap();
+//! let report = Machine::new(Config::new("fcs").unwrap()).unwrap().run(jobs).unwrap();
+//! println!("makespan {:.3} s", report.makespan);
+//! ```
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
