@@ -11,6 +11,19 @@
 //! Specs nest at most [`MAX_SPEC_DEPTH`] levels deep: the parser recurses
 //! once per level, so a deeper input is refused before it could exhaust
 //! the stack.
+//!
+//! Tokens, a nested spec, and the canonical text back:
+//!
+//! ```
+//! use keel_policy::{Spec, SpecValue};
+//! let spec = Spec::parse("hier:nodes=4,outer=(greedy),inner=(refine:tolerance=1.1)").unwrap();
+//! assert_eq!(spec.name, "hier");
+//! assert_eq!(spec.token("nodes").unwrap(), Some("4"));
+//! let Some(SpecValue::Nested(inner)) = spec.get("inner") else { panic!("inner is a spec") };
+//! assert_eq!(inner.parsed::<f64>("tolerance", "a number").unwrap(), Some(1.1));
+//! assert_eq!(Spec::parse(&spec.to_string()).unwrap(), spec);
+//! assert!(Spec::parse("greedy:=3").is_err());
+//! ```
 
 use std::fmt;
 use std::str::FromStr;

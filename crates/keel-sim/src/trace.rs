@@ -18,6 +18,17 @@
 //! and in iteration order, and steps never decrease; in JSON, instances run
 //! in list order. Every error names its line (and
 //! for JSON its column): what is wrong and what is valid.
+//!
+//! The CSV above, parsed: one instance per step and loop, costs in seconds.
+//!
+//! ```
+//! use keel_sim::trace::parse_csv;
+//! let trace = parse_csv("step,loop,cost_us\n0,density,1.5\n0,density,2.25\n1,density,1.75\n").unwrap();
+//! assert_eq!(trace.instances.len(), 2);
+//! assert_eq!(trace.instances[0].loop_name, "density");
+//! assert_eq!(trace.instances[0].costs, vec![1.5e-6, 2.25e-6]);
+//! assert_eq!(trace.iterations(), 3);
+//! ```
 
 use std::path::Path;
 

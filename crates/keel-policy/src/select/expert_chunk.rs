@@ -14,6 +14,13 @@
 //! unit of static-steal (`docs/conventions.md#the-chunk-parameter`). A
 //! result of 0 is ignored,
 //! as in Auto4OMP, and so is `N/P < 1`, where the logarithm is undefined.
+//!
+//! N = 1,000,000 and P = 20: μ = ⌊0.618 · log2(50,000)⌋ = 9, chunk = ⌊10⁶ / (2¹⁰ · 20)⌋ = 48.
+//!
+//! ```
+//! use keel_policy::select::expert_chunk;
+//! assert_eq!(expert_chunk(1_000_000, 20), Some(48));
+//! ```
 
 /// The golden-ratio exponent `0.618` (`1/φ`) of the released code.
 pub const GOLDEN_EXPONENT: f64 = 0.618;

@@ -27,6 +27,16 @@
 //!
 //! Reading never panics: every malformed input is a [`TraceError`] that
 //! names the file and, where there is one, the line, column or field.
+//!
+//! A JSON task file parsed from memory:
+//!
+//! ```
+//! use keel_workloads::trace::{parse_trace, TaskFormat};
+//! let json = br#"{"task_loads": [3.0, 1.5, 2.0], "num_pus": 2}"#;
+//! let problem = parse_trace(TaskFormat::Json, "tasks.json", json, None, None).unwrap();
+//! assert_eq!(problem.task_loads, vec![3.0, 1.5, 2.0]);
+//! assert_eq!(problem.pu_loads, vec![0.0, 0.0]);
+//! ```
 
 mod csv_file;
 mod json_file;
