@@ -147,11 +147,18 @@ pub fn run_schedule(
     // hints; the others ignore them. They are the model's exact work, the
     // best estimate a user could give (BinLPT's premise).
     let hints: Vec<f64> = w.work().iter().map(|&u| u as f64).collect();
+    let parsed: keel::Schedule = match schedule.parse() {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            row.error = Some(keel::LoopError::from(e).to_string());
+            return row;
+        }
+    };
     let mut times = Vec::with_capacity(reps);
     let mut last = None;
     for _ in 0..reps.max(1) {
         let mut l = keel::parallel(0..w.iterations())
-            .schedule(schedule.to_string())
+            .schedule(parsed.clone())
             .id(id.clone())
             .workload(&hints);
         if let Some(k) = chunk {

@@ -224,6 +224,9 @@ impl<'a> Program<'a> {
         step: usize,
         threads: usize,
     ) -> Result<(), CliError> {
+        let schedule: keel::Schedule = self.schedule.parse().map_err(|e| {
+            CliError::Usage(format!("{}: {}", self.schedule, keel::LoopError::from(e)))
+        })?;
         for (c, call) in w.calls(step).iter().enumerate() {
             let tag = &self.tag;
             let id = self
@@ -232,7 +235,7 @@ impl<'a> Program<'a> {
                 .or_insert_with(|| format!("{tag}/{}", call.name))
                 .clone();
             let mut l = keel::parallel(0..call.iterations)
-                .schedule(self.schedule.to_string())
+                .schedule(schedule.clone())
                 .id(id);
             if self.chunk == ChunkMode::Expert {
                 if let Some(k) = select::expert_chunk(call.iterations as u64, threads) {

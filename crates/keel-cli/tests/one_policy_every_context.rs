@@ -163,7 +163,7 @@ fn thread_loop(pool: &ThreadPool, schedule: &str, hints: &[f64]) -> Vec<usize> {
         .map(|_| AtomicUsize::new(usize::MAX))
         .collect();
     pool.parallel(0..hints.len())
-        .schedule(schedule.to_string())
+        .schedule(schedule.parse().unwrap())
         .id(format!("one-policy-{schedule}"))
         .workload(hints)
         .for_each_chunk(|range| {

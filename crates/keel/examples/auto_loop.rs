@@ -32,11 +32,12 @@ fn work(i: u32) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = keel::ThreadPool::builder().threads(2).build()?;
+    let auto: keel::Schedule = "auto".parse()?;
     let mut t_par = 0.0;
     for _ in 0..STEPS {
         let summary = pool
             .parallel(0..N)
-            .schedule("auto")
+            .schedule(auto.clone())
             .id("triangular")
             .for_each(|i| {
                 black_box(work(i));

@@ -23,5 +23,7 @@ mod trace;
 
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;
-pub use loops::{for_each, for_each_chunk, parallel, LoopError, LoopId, LoopSummary};
+pub use loops::{
+    for_each, for_each_chunk, parallel, LoopError, LoopId, LoopSummary, Schedule, ScheduleError,
+};
 pub use pool::{PoolBuilder, PoolError, Team, ThreadPool, WaitPolicy};

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use keel::loops::{record, LoopError, LoopId};
+use keel::loops::{record, LoopError, LoopId, Schedule};
 use keel::policy::dls::AUTO4OMP_PORTFOLIO;
 
 mod common;
@@ -27,7 +27,7 @@ fn every_method_runs_every_iteration_once_at_every_instance() {
             let n = 500 + instance * 37;
             let hits = counters(n);
             pool.parallel(0..n)
-                .schedule(method)
+                .schedule(method.parse().unwrap())
                 .id(id.clone())
                 .for_each(|i| {
                     hits[i as usize].fetch_add(1, Ordering::Relaxed);
@@ -58,7 +58,7 @@ fn each_loop_keeps_its_own_selection_state() {
         for (k, id) in ["interleaved-a", "interleaved-b"].into_iter().enumerate() {
             let n = if k == 0 { 1000u32 } else { 3000 };
             pool.parallel(0..n)
-                .schedule("auto,exhaustive")
+                .schedule("auto,exhaustive".parse().unwrap())
                 .id(id)
                 .for_each(|_| {})
                 .unwrap();
@@ -75,7 +75,7 @@ fn the_expert_chunk_takes_the_chunk_parameters_place() {
     let pool = pool(2);
     let run = |schedule: &str, id: &'static str| {
         pool.parallel(0..1_000_000u64)
-            .schedule(schedule.to_string())
+            .schedule(schedule.parse().unwrap())
             .id(id)
             .for_each_chunk(|_| {})
             .unwrap();
@@ -92,14 +92,14 @@ fn the_expert_chunk_takes_the_chunk_parameters_place() {
 
 #[test]
 fn unknown_methods_are_typed_errors_listing_the_valid_ones() {
-    let pool = pool(2);
     for bad in ["auto,fuzzy", "auto,", "auto:method=best"] {
-        let err = pool
-            .parallel(0..10u32)
-            .schedule(bad)
-            .for_each(|_| panic!("nothing runs"))
-            .unwrap_err();
-        assert!(matches!(err, LoopError::Schedule { .. }), "{bad}: {err:?}");
+        let err = bad.parse::<Schedule>().unwrap_err();
+        assert_eq!(err.spec, bad);
+        // Converted for a caller whose error type is `LoopError`.
+        assert!(
+            matches!(LoopError::from(err.clone()), LoopError::Schedule { .. }),
+            "{bad}: {err:?}"
+        );
         let message = err.to_string();
         assert!(
             message.contains("keel") && message.contains("exhaustive"),

@@ -6,7 +6,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use keel::loops::{record, LoopId};
+use keel::loops::{record, LoopId, Schedule};
 use keel::ThreadPool;
 use proptest::prelude::*;
 
@@ -37,7 +37,7 @@ fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u
     let hits = counters(n);
     let mut lp = pool
         .parallel(0..n)
-        .schedule(schedule.to_string())
+        .schedule(schedule.parse().unwrap())
         .id("exactly-once");
     if let Some(k) = chunk {
         lp = lp.chunk(k);
@@ -96,7 +96,7 @@ fn ranges_near_the_type_limits() {
     let pool = pool(2);
     let seen = AtomicUsize::new(0);
     pool.parallel(u64::MAX - 100..u64::MAX)
-        .schedule("dynamic,7")
+        .schedule("dynamic,7".parse().unwrap())
         .for_each(|i| {
             assert!(i >= u64::MAX - 100);
             seen.fetch_add(1, Ordering::Relaxed);
@@ -104,7 +104,7 @@ fn ranges_near_the_type_limits() {
         .unwrap();
     assert_eq!(seen.swap(0, Ordering::Relaxed), 100);
     pool.parallel(i64::MIN..i64::MIN + 50)
-        .schedule("guided")
+        .schedule("guided".parse().unwrap())
         .for_each(|i| {
             assert!(i < i64::MIN + 50);
             seen.fetch_add(1, Ordering::Relaxed);
@@ -112,7 +112,7 @@ fn ranges_near_the_type_limits() {
         .unwrap();
     assert_eq!(seen.swap(0, Ordering::Relaxed), 50);
     pool.parallel(-3i8..4)
-        .schedule("static-steal")
+        .schedule("static-steal".parse().unwrap())
         .for_each_chunk(|r| {
             seen.fetch_add(r.len(), Ordering::Relaxed);
         })
@@ -127,11 +127,7 @@ fn bad_input_is_a_typed_error_and_runs_nothing() {
     let body = |_: u32| {
         ran.fetch_add(1, Ordering::Relaxed);
     };
-    let err = pool
-        .parallel(0u32..10)
-        .schedule("bogus")
-        .for_each(body)
-        .unwrap_err();
+    let err = "bogus".parse::<Schedule>().unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains("bogus") && message.contains("guided"),
@@ -139,21 +135,13 @@ fn bad_input_is_a_typed_error_and_runs_nothing() {
     );
     let err = pool
         .parallel(0u32..10)
-        .schedule("dynamic")
+        .schedule("dynamic".parse().unwrap())
         .chunk(0)
         .for_each(body)
         .unwrap_err();
     assert!(err.to_string().contains("chunk"), "{err}");
-    assert!(pool
-        .parallel(0u32..10)
-        .schedule("dynamic,0")
-        .for_each(body)
-        .is_err());
-    assert!(pool
-        .parallel(0u32..10)
-        .schedule("dynamic,x")
-        .for_each(body)
-        .is_err());
+    assert!("dynamic,0".parse::<Schedule>().is_err());
+    assert!("dynamic,x".parse::<Schedule>().is_err());
     assert_eq!(ran.load(Ordering::Relaxed), 0);
 }
 
@@ -162,11 +150,13 @@ fn a_panic_in_the_body_reaches_the_caller_and_the_pool_stays_usable() {
     let pool = pool(3);
     for schedule in ["static", "dynamic", "guided", "static-steal", "af"] {
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            pool.parallel(0..100u32).schedule(schedule).for_each(|i| {
-                if i == 42 {
-                    panic!("iteration 42");
-                }
-            })
+            pool.parallel(0..100u32)
+                .schedule(schedule.parse().unwrap())
+                .for_each(|i| {
+                    if i == 42 {
+                        panic!("iteration 42");
+                    }
+                })
         }));
         let payload = result.expect_err(schedule);
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"iteration 42"));
@@ -179,10 +169,10 @@ fn a_loop_inside_a_loop_runs_inline_and_completes() {
     let pool = pool(3);
     let total = AtomicUsize::new(0);
     pool.parallel(0..6u32)
-        .schedule("dynamic")
+        .schedule("dynamic".parse().unwrap())
         .for_each(|_| {
             pool.parallel(0..10u32)
-                .schedule("guided")
+                .schedule("guided".parse().unwrap())
                 .for_each(|_| {
                     total.fetch_add(1, Ordering::Relaxed);
                 })
@@ -215,14 +205,14 @@ fn weights_of_the_wrong_length_are_a_typed_error() {
     let pool = pool(2);
     let err = pool
         .parallel(0..10u32)
-        .schedule("wf")
+        .schedule("wf".parse().unwrap())
         .weights(vec![1.0, 2.0, 3.0])
         .for_each(|_| {})
         .unwrap_err();
     assert!(err.to_string().contains('3'), "{err}");
     let err = pool
         .parallel(0..10u32)
-        .schedule("wf")
+        .schedule("wf".parse().unwrap())
         .weights(vec![1.0, f64::NAN])
         .for_each(|_| {})
         .unwrap_err();
@@ -278,7 +268,7 @@ fn an_inverted_range_runs_nothing_under_every_schedule() {
         let ran = AtomicUsize::new(0);
         let summary = pool
             .parallel(5u32..2)
-            .schedule(schedule.clone())
+            .schedule(schedule.parse().unwrap())
             .for_each(|_| {
                 ran.fetch_add(1, Ordering::Relaxed);
             })
@@ -287,7 +277,7 @@ fn an_inverted_range_runs_nothing_under_every_schedule() {
         assert_eq!((summary.iterations, summary.chunks), (0, 0), "{schedule}");
         let chunks = pool
             .parallel(i64::MAX..i64::MIN)
-            .schedule(schedule.clone())
+            .schedule(schedule.parse().unwrap())
             .for_each_chunk(|r| {
                 ran.fetch_add(r.count(), Ordering::Relaxed);
             })
@@ -309,7 +299,10 @@ fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static s
     let n = 400u64;
     for _ in 0..3 {
         // Several instances: AWF adapts between instances.
-        let mut lp = pool.parallel(0..n).schedule(schedule.to_string()).id(id);
+        let mut lp = pool
+            .parallel(0..n)
+            .schedule(schedule.parse().unwrap())
+            .id(id);
         if schedule == "wf" {
             // The user knows worker 1 is slow (LB4OMP's KMP_WEIGHTS).
             lp = lp.weights(vec![1.0, 0.25]);

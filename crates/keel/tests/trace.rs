@@ -16,7 +16,7 @@ fn every_chunk_becomes_one_trace_event() {
         .unwrap();
     let summary = pool
         .parallel(0..1000u32)
-        .schedule("dynamic,7")
+        .schedule("dynamic,7".parse().unwrap())
         .for_each(|i| {
             std::hint::black_box(i);
         })
@@ -47,7 +47,7 @@ fn every_chunk_becomes_one_trace_event() {
     // why: ExhaustiveSel's first two trials are static and ss.
     for _ in 0..2 {
         pool.parallel(0..100u32)
-            .schedule("auto,exhaustive")
+            .schedule("auto,exhaustive".parse().unwrap())
             .id("traced-auto")
             .for_each(|i| {
                 std::hint::black_box(i);

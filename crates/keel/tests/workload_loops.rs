@@ -16,7 +16,7 @@ fn hits_once(pool: &ThreadPool, schedule: &str, hints: &[f64], chunk: Option<u64
     let hits = counters(n);
     let mut lp = pool
         .parallel(0..n)
-        .schedule(schedule.to_string())
+        .schedule(schedule.parse().unwrap())
         .id("workload-exactly-once")
         .workload(hints);
     if let Some(k) = chunk {
@@ -72,7 +72,7 @@ proptest! {
 /// Runs loop `id` once with `hints` and returns its record's assignment count.
 fn run(pool: &ThreadPool, schedule: &str, id: &str, hints: &[f64]) -> u64 {
     pool.parallel(0..hints.len())
-        .schedule(schedule.to_string())
+        .schedule(schedule.parse().unwrap())
         .id(id.to_string())
         .workload(hints)
         .for_each(|_| {})
@@ -95,7 +95,7 @@ fn the_assignment_is_reused_until_the_hints_change() {
         assert_eq!(run(&pool, schedule, id, &hints), 2, "{schedule}");
         // A different chunk is a different assignment.
         pool.parallel(0..200usize)
-            .schedule(schedule.to_string())
+            .schedule(schedule.parse().unwrap())
             .id(id.clone())
             .chunk(4)
             .workload(&hints)
@@ -117,7 +117,7 @@ fn the_hints_steer_the_assignment() {
         let iterations = [AtomicU64::new(0), AtomicU64::new(0)];
         let id = format!("steer-{schedule}");
         pool.parallel(0..200usize)
-            .schedule(schedule)
+            .schedule(schedule.parse().unwrap())
             .id(id)
             .workload(&hints)
             .for_each_chunk(|range| {
@@ -151,7 +151,10 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
     let body = |_: u64| {
         ran.fetch_add(1, Ordering::Relaxed);
     };
-    let no_hints = pool.parallel(0..10u64).schedule("binlpt").for_each(body);
+    let no_hints = pool
+        .parallel(0..10u64)
+        .schedule("binlpt".parse().unwrap())
+        .for_each(body);
     let message = no_hints.unwrap_err().to_string();
     assert!(message.contains(".workload("), "{message}");
     let short = [1.0; 9];
@@ -161,7 +164,7 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
         for schedule in ["binlpt", "greedy"] {
             let result = pool
                 .parallel(0..10u64)
-                .schedule(schedule)
+                .schedule(schedule.parse().unwrap())
                 .workload(hints)
                 .for_each(body);
             assert!(
@@ -173,7 +176,7 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
     assert_eq!(ran.load(Ordering::Relaxed), 0);
     // Other schedules ignore hints.
     pool.parallel(0..10u64)
-        .schedule("dynamic")
+        .schedule("dynamic".parse().unwrap())
         .workload(&short)
         .for_each(body)
         .unwrap();

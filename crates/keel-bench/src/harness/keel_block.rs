@@ -91,12 +91,13 @@ fn keel_loop(
     id: &str,
     reps: u64,
 ) -> Result<(f64, f64), LoopError> {
+    let schedule: keel::Schedule = spec.parse()?;
     let t = Instant::now();
     let mut chunks = 0;
     for _ in 0..reps {
         let summary = pool
             .parallel(0..n)
-            .schedule(spec.to_string())
+            .schedule(schedule.clone())
             .id(id.to_string())
             .for_each(|_| delay(len))?;
         chunks += summary.chunks;
@@ -107,10 +108,11 @@ fn keel_loop(
 
 /// Total seconds of `reps` empty static Keel loops of `p` iterations.
 fn keel_empty_loop(pool: &ThreadPool, p: u64, reps: u64) -> Result<f64, LoopError> {
+    let schedule: keel::Schedule = "static".parse()?;
     let t = Instant::now();
     for _ in 0..reps {
         pool.parallel(0..p)
-            .schedule("static")
+            .schedule(schedule.clone())
             .id("keel-bench/empty")
             .for_each(|i| {
                 black_box(i);

@@ -64,9 +64,12 @@ fn empty_loop(
     id: &'static str,
     repeats: usize,
 ) -> Result<f64, CliError> {
+    let parsed: keel::Schedule = schedule
+        .parse()
+        .map_err(|e| CliError::Usage(format!("{schedule}: {}", keel::LoopError::from(e))))?;
     let run = || {
         pool.parallel(0..n)
-            .schedule(schedule)
+            .schedule(parsed.clone())
             .id(id)
             .for_each(|i| {
                 black_box(i);

@@ -30,6 +30,7 @@
 use std::hint::black_box;
 use std::io::Write;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Instant;
 
 use keel::pool::ThreadPool;
@@ -249,9 +250,16 @@ fn validate_workload(
         .iter()
         .map(|s| format!("keel sim validate/{spec}/{s}"))
         .collect();
+    let parsed = schedules
+        .iter()
+        .map(|s| {
+            s.parse::<keel::Schedule>()
+                .map_err(|e| CliError::Usage(format!("{s}: {}", keel::LoopError::from(e))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     // One untimed parallel instance warms the pool.
     pool.parallel(0..w.iterations())
-        .schedule("static")
+        .schedule(keel::Schedule::from_str("static").map_err(|e| CliError::Usage(e.to_string()))?)
         .id("keel sim validate/warm-up")
         .for_each(|i| {
             black_box(w.run(i));
@@ -274,7 +282,7 @@ fn validate_workload(
             tick(&format!("{spec}: {schedule} ({}/{})", rep + 1, args.reps));
             let summary = pool
                 .parallel(0..w.iterations())
-                .schedule(schedule.clone())
+                .schedule(parsed[k].clone())
                 .id(ids[k].clone())
                 .workload(&hints)
                 .for_each(|i| {

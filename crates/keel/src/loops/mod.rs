@@ -20,6 +20,7 @@
 mod claim;
 mod index;
 mod record;
+mod schedule;
 mod state;
 
 use std::borrow::Cow;
@@ -47,6 +48,7 @@ pub use index::LoopIndex;
 pub use record::{
     all_records, clear_records, record, InstanceStats, LoopId, LoopRecord, SelectionTimeline,
 };
+pub use schedule::{Schedule, ScheduleError};
 
 /// Why a loop did not run. No iteration has run when one is returned.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -152,7 +154,7 @@ impl TimingBoard for Board<'_> {
 pub struct ParallelLoop<'p, I> {
     pool: Option<&'p ThreadPool>,
     range: Range<I>,
-    schedule: Option<Cow<'static, str>>,
+    schedule: Option<Schedule>,
     chunk: Option<u64>,
     id: LoopId,
     weights: Option<Arc<[f64]>>,
@@ -211,10 +213,11 @@ impl ThreadPool {
 }
 
 impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
-    /// The schedule, in `KEEL_SCHEDULE` syntax (`static`, `dynamic,4`,
-    /// `guided`, `awf-b`, `auto`, …); overrides the environment.
-    pub fn schedule(mut self, spec: impl Into<Cow<'static, str>>) -> Self {
-        self.schedule = Some(spec.into());
+    /// The schedule, parsed from `KEEL_SCHEDULE` syntax
+    /// (`.schedule("guided".parse()?)`, `dynamic,4`, `awf-b`, `auto`, …);
+    /// overrides the environment.
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
         self
     }
 
@@ -287,7 +290,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             None => pool::global()?,
         };
         let (text, source_name) = match &self.schedule {
-            Some(s) => (s.as_ref(), "schedule"),
+            Some(s) => (s.text(), "schedule"),
             None => (env_schedule()?, "KEEL_SCHEDULE"),
         };
         let schedule_error = |error| LoopError::Schedule { source_name, error };
