@@ -60,7 +60,8 @@ pub(crate) struct Instance<'a, 'p> {
     pub(crate) plan: Plan<'p>,
     /// Iterations.
     pub(crate) n: u64,
-    pub(crate) body: &'a (dyn Fn(u64, u64) + Sync),
+    /// The body: `(participant, from, to)`.
+    pub(crate) body: &'a (dyn Fn(usize, u64, u64) + Sync),
     pub(crate) board: Board<'a>,
     /// The fork, from which start and finish times are measured.
     pub(crate) t0: Instant,
@@ -188,7 +189,7 @@ struct Runner<'a, 'p> {
     me: usize,
     plan: &'a Plan<'p>,
     slot: &'a Slot,
-    body: &'a (dyn Fn(u64, u64) + Sync),
+    body: &'a (dyn Fn(usize, u64, u64) + Sync),
     timing: Timing,
     local: ThreadLocal,
     /// Chunk times for the iteration profile, when the schedule reads one.
@@ -233,10 +234,10 @@ impl Runner<'_, '_> {
         let size = chunk.end - chunk.start;
         if self.timing == Timing::None {
             match &mut self.profile {
-                None => (self.body)(chunk.start, chunk.end),
+                None => (self.body)(self.me, chunk.start, chunk.end),
                 Some(sums) => {
                     let began = Instant::now();
-                    (self.body)(chunk.start, chunk.end);
+                    (self.body)(self.me, chunk.start, chunk.end);
                     sums.add(size, began.elapsed().as_secs_f64());
                 }
             }
@@ -248,7 +249,7 @@ impl Runner<'_, '_> {
         while from < chunk.end {
             let to = from.saturating_add(step).min(chunk.end);
             let began = since.take().unwrap_or_else(Instant::now);
-            (self.body)(from, to);
+            (self.body)(self.me, from, to);
             self.local.record(to - from, began.elapsed().as_secs_f64());
             from = to;
         }

@@ -16,6 +16,12 @@
 //! claim chunks as the plan's [`Claim`](keel_policy::dls::Claim) says, join, and keep the instance's
 //! measurements in the loop's [`LoopRecord`]. Chunk claiming is in
 //! `claim.rs`, with its protocol notes.
+//!
+//! A loop runs a body per index ([`ParallelLoop::for_each`]), per chunk
+//! ([`ParallelLoop::for_each_chunk`]), per disjoint piece of a mutable slice
+//! ([`ParallelLoop::for_each_chunk_mut`]), or folds into per-participant
+//! accumulators combined at the join ([`ParallelLoop::fold_reduce`]); its
+//! schedule is a [`Schedule`], parsed where it is written.
 
 mod claim;
 mod index;
@@ -70,6 +76,14 @@ pub enum LoopError {
     /// The global pool could not be built.
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// A loop over a slice whose range reaches past the slice's end.
+    #[error("loop range ends at {end}, past the end of a slice of {len} elements")]
+    SliceTooShort {
+        /// The range's end.
+        end: usize,
+        /// The slice's length.
+        len: usize,
+    },
 }
 
 /// A small, allocation-free summary of one instance; the full measurements
@@ -270,7 +284,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     /// Runs `body(i)` for every index.
     pub fn for_each(self, body: impl Fn(I) + Sync) -> Result<LoopSummary, LoopError> {
         let start = self.range.start;
-        self.run(&|from: u64, to: u64| {
+        self.run(&|_, from: u64, to: u64| {
             for offset in from..to {
                 body(I::at(start, offset));
             }
@@ -280,10 +294,64 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     /// Runs `body(chunk)` for every chunk the schedule hands out.
     pub fn for_each_chunk(self, body: impl Fn(Range<I>) + Sync) -> Result<LoopSummary, LoopError> {
         let start = self.range.start;
-        self.run(&|from: u64, to: u64| body(I::at(start, from)..I::at(start, to)))
+        self.run(&|_, from: u64, to: u64| body(I::at(start, from)..I::at(start, to)))
     }
 
-    fn run(self, body: &(dyn Fn(u64, u64) + Sync)) -> Result<LoopSummary, LoopError> {
+    /// Folds every index into a per-participant accumulator and combines
+    /// the accumulators at the join (rayon's `fold` + `reduce`, OpenMP's
+    /// `reduction` clause): each participant starts from `identity()`,
+    /// folds the chunks the schedule hands it, in the order it claims them,
+    /// with `fold`; the caller then combines the participants' results in
+    /// participant order with `reduce`. An empty loop returns `identity()`.
+    ///
+    /// `reduce` must be associative, and `identity()` its neutral element,
+    /// for the result not to depend on the schedule; with floating point
+    /// the result is the sequential sum up to rounding (the order of the
+    /// additions depends on the schedule).
+    ///
+    /// ```
+    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
+    /// let (sum, _) = pool
+    ///     .parallel(0..1000u64)
+    ///     .fold_reduce(|| 0u64, |acc, i| acc + i, |a, b| a + b)
+    ///     .unwrap();
+    /// assert_eq!(sum, 499_500);
+    /// ```
+    pub fn fold_reduce<T: Send>(
+        self,
+        identity: impl Fn() -> T + Sync,
+        fold: impl Fn(T, I) -> T + Sync,
+        reduce: impl Fn(T, T) -> T,
+    ) -> Result<(T, LoopSummary), LoopError> {
+        let start = self.range.start;
+        let participants = match self.pool {
+            Some(p) => p.team_size_here(),
+            None => pool::global()?.team_size_here(),
+        };
+        // One accumulator per participant, each on its own cache lines:
+        // participant `me` is the only one to lock `partial[me]` during the
+        // region, so the lock is never contended.
+        let partial: Vec<CachePadded<Mutex<Option<T>>>> = (0..participants)
+            .map(|_| CachePadded::new(Mutex::new(None)))
+            .collect();
+        let summary = self.run(&|me, from: u64, to: u64| {
+            let mut slot = partial[me].lock().unwrap_or_else(|e| e.into_inner());
+            let acc = slot.take().unwrap_or_else(&identity);
+            *slot = Some((from..to).fold(acc, |acc, offset| fold(acc, I::at(start, offset))));
+        })?;
+        let result = partial
+            .into_iter()
+            .filter_map(|slot| {
+                CachePadded::into_inner(slot)
+                    .into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+            })
+            .reduce(reduce)
+            .unwrap_or_else(identity);
+        Ok((result, summary))
+    }
+
+    fn run(self, body: &(dyn Fn(usize, u64, u64) + Sync)) -> Result<LoopSummary, LoopError> {
         let iterations = I::span(&self.range)?;
         let pool = match self.pool {
             Some(p) => p,
@@ -423,6 +491,75 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         Ok(summary)
     }
 }
+
+impl<'p> ParallelLoop<'p, usize> {
+    /// Runs `body(start, chunk)` on disjoint pieces of `data`: for every
+    /// chunk `a..b` of the loop's range that the schedule hands out (or
+    /// piece of one, for the schedules that time sub-chunks), `chunk` is
+    /// `&mut data[a..b]` and `start` is `a`. Every index of the range is in
+    /// exactly one chunk, so each element is borrowed mutably once, with no
+    /// lock or atomic (OpenMP's `parallel for` over an array, rayon's
+    /// `par_chunks_mut` with the schedule choosing the chunks). The range
+    /// must lie inside `data`: `pool.parallel(0..data.len())` covers it
+    /// all.
+    ///
+    /// ```
+    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
+    /// let mut squares = vec![0u64; 1000];
+    /// pool.parallel(0..squares.len())
+    ///     .schedule("guided".parse().unwrap())
+    ///     .for_each_chunk_mut(&mut squares, |start, chunk| {
+    ///         for (k, x) in chunk.iter_mut().enumerate() {
+    ///             let i = (start + k) as u64;
+    ///             *x = i * i;
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(squares[999], 998_001);
+    /// ```
+    pub fn for_each_chunk_mut<T: Send>(
+        self,
+        data: &mut [T],
+        body: impl Fn(usize, &mut [T]) + Sync,
+    ) -> Result<LoopSummary, LoopError> {
+        if self.range.end > data.len() && self.range.start < self.range.end {
+            return Err(LoopError::SliceTooShort {
+                end: self.range.end,
+                len: data.len(),
+            });
+        }
+        let start = self.range.start;
+        let base = SlicePtr(data.as_mut_ptr());
+        self.run(&|_, from: u64, to: u64| {
+            let (a, b) = (start + from as usize, start + to as usize);
+            // SAFETY: `a..b` lies inside `data` (checked above: the range
+            // ends within it, and every chunk lies inside the range), and
+            // the schedule hands out each iteration exactly once per
+            // instance (claim.rs; the exactly-once tests check it under
+            // every schedule), so no two calls get overlapping pieces. The
+            // exclusive borrow of `data` lasts until `run` returns, which
+            // is after the join: no piece outlives it.
+            let chunk = unsafe { std::slice::from_raw_parts_mut(base.get().add(a), b - a) };
+            body(a, chunk);
+        })
+    }
+}
+
+/// The base of a slice whose disjoint pieces go to different participants.
+struct SlicePtr<T>(*mut T);
+
+impl<T> SlicePtr<T> {
+    /// Through a method, so that closures capture the whole wrapper (and
+    /// its `Sync`), not the raw pointer field.
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: the pointer is only turned into disjoint `&mut [T]` pieces, one
+// per chunk, each used by one participant: sending a `T` to another thread
+// is what `T: Send` allows.
+unsafe impl<T: Send> Sync for SlicePtr<T> {}
 
 /// The user's per-iteration hints, as a workload-aware schedule reads them.
 const HINTS: Concept = Concept::Workload {
