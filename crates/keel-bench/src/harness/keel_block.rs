@@ -92,13 +92,15 @@ fn keel_loop(
     reps: u64,
 ) -> Result<(f64, f64), LoopError> {
     let schedule: keel::Schedule = spec.parse()?;
+    // Built once: naming each instance then costs a reference count.
+    let id = keel::loops::LoopName::from(id.to_string());
     let t = Instant::now();
     let mut chunks = 0;
     for _ in 0..reps {
         let summary = pool
             .parallel(0..n)
             .schedule(schedule.clone())
-            .id(id.to_string())
+            .id(&id)
             .for_each(|_| delay(len))?;
         chunks += summary.chunks;
     }

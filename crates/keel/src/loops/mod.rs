@@ -29,7 +29,6 @@ mod record;
 mod schedule;
 mod state;
 
-use std::borrow::Cow;
 use std::ops::Range;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +51,8 @@ use crate::trace;
 
 pub use index::LoopIndex;
 pub use record::{
-    all_records, clear_records, record, InstanceStats, LoopId, LoopRecord, SelectionTimeline,
+    all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord,
+    SelectionTimeline,
 };
 pub use schedule::{Schedule, ScheduleError};
 
@@ -276,7 +276,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     /// a literal (`.id("solver")`) or a name built at run time
     /// (`.id(format!("solver/{level}"))`); names with equal text are one
     /// loop.
-    pub fn id(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+    pub fn id(mut self, name: impl Into<LoopName>) -> Self {
         self.id = LoopId::Named(name.into());
         self
     }

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::panic::Location;
+use std::sync::Arc;
 
 use std::sync::atomic::Ordering;
 
@@ -22,18 +23,22 @@ use super::Slot;
 ///
 /// Two names with equal text are one loop, however they were made: a
 /// literal, a `format!` string, or a name rebuilt on every instance.
+///
+/// ```
+/// use keel::loops::LoopId;
+/// assert_eq!(LoopId::named("rows"), LoopId::named(format!("r{}", "ows")));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LoopId {
     /// The source location of the call that started the loop.
     Site(&'static Location<'static>),
-    /// A name the user gave with `.id(..)`: borrowed when it is a literal,
-    /// owned when it was built at run time.
-    Named(Cow<'static, str>),
+    /// A name the user gave with `.id(..)`.
+    Named(LoopName),
 }
 
 impl LoopId {
     /// The identity of a loop named `name` with `.id(name)`.
-    pub fn named(name: impl Into<Cow<'static, str>>) -> Self {
+    pub fn named(name: impl Into<LoopName>) -> Self {
         LoopId::Named(name.into())
     }
 }
@@ -42,8 +47,92 @@ impl fmt::Display for LoopId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LoopId::Site(l) => write!(f, "{}:{}:{}", l.file(), l.line(), l.column()),
-            LoopId::Named(n) => f.write_str(n),
+            LoopId::Named(n) => f.write_str(n.as_str()),
         }
+    }
+}
+
+/// A loop's name: a literal, or text built at run time and shared, so
+/// that a name built once names every instance of a loop for the price of
+/// a reference count (a hot loop should not allocate its name each time).
+///
+/// ```
+/// use std::sync::Arc;
+/// use keel::loops::LoopName;
+/// let built: Arc<str> = format!("step-{}", 3).into();
+/// let name = LoopName::from(Arc::clone(&built)); // no copy of the text
+/// assert_eq!(name, LoopName::from("step-3"));
+/// assert_eq!(name.as_str(), "step-3");
+/// ```
+#[derive(Clone, Debug)]
+pub struct LoopName(NameText);
+
+#[derive(Clone, Debug)]
+enum NameText {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl LoopName {
+    /// The name's text.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            NameText::Static(s) => s,
+            NameText::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for LoopName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for LoopName {}
+
+impl std::hash::Hash for LoopName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl fmt::Display for LoopName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&'static str> for LoopName {
+    fn from(name: &'static str) -> Self {
+        LoopName(NameText::Static(name))
+    }
+}
+
+impl From<String> for LoopName {
+    fn from(name: String) -> Self {
+        LoopName(NameText::Shared(name.into()))
+    }
+}
+
+impl From<Arc<str>> for LoopName {
+    fn from(name: Arc<str>) -> Self {
+        LoopName(NameText::Shared(name))
+    }
+}
+
+impl From<Cow<'static, str>> for LoopName {
+    fn from(name: Cow<'static, str>) -> Self {
+        match name {
+            Cow::Borrowed(s) => s.into(),
+            Cow::Owned(s) => s.into(),
+        }
+    }
+}
+
+impl From<&LoopName> for LoopName {
+    fn from(name: &LoopName) -> Self {
+        name.clone()
     }
 }
 
