@@ -33,6 +33,31 @@ pub enum EnactError {
 /// Every task runs exactly once. A panic inside `work` stops that PU's
 /// remaining tasks, lets the other PUs finish, and is then resumed on the
 /// caller's thread, as `std::thread::scope` does.
+///
+/// Each PU's tasks run on that PU's thread; then `greedy` maps the tasks
+/// again from their measured times.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use keel::policy::{mapping, Mapping};
+/// use std::sync::Mutex;
+/// let map = Mapping::new(vec![0, 0, 1, 1], 2)?;
+/// // The thread each task ran on.
+/// let ran_on = Mutex::new(vec![None; 4]);
+/// let measured = keel::enact(&map, |task| {
+///     ran_on.lock().unwrap()[task] = Some(std::thread::current().id());
+/// })?;
+/// let ran_on = ran_on.into_inner()?;
+/// assert!(ran_on.iter().all(Option::is_some));
+/// assert_eq!(ran_on[0], ran_on[1]); // PU 0's thread
+/// assert_eq!(ran_on[2], ran_on[3]); // PU 1's thread
+/// assert_ne!(ran_on[0], ran_on[2]);
+/// assert_eq!(measured.task_times.len(), 4);
+/// let ctx = keel::measured_context(&measured, &map, &[0.0, 0.0])?;
+/// let remapped = mapping::registry().build("greedy")?.map(&ctx)?;
+/// assert_eq!((remapped.ntasks(), remapped.npus()), (4, 2));
+/// # Ok(()) }
+/// ```
 pub fn enact<F>(mapping: &Mapping, work: F) -> Result<Measured, EnactError>
 where
     F: Fn(usize) + Sync,

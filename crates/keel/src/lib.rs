@@ -12,6 +12,50 @@
 //!   `period` steps by a registry mapping policy (Charm++'s model).
 //! - [`tasks`]: potential tasks inside an object's step, on per-worker
 //!   work-stealing deques (Charm++ + OpenMP).
+//!
+//! A loop on a pool of two participants, with its schedule written in
+//! `OMP_SCHEDULE` syntax, and a reduction:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! let pool = keel::ThreadPool::builder().threads(2).build()?;
+//! let squares = AtomicU64::new(0);
+//! let summary = pool
+//!     .parallel(0..1000u64)
+//!     .schedule("dynamic,4".parse()?)
+//!     .for_each(|i| {
+//!         squares.fetch_add(i * i, Ordering::Relaxed);
+//!     })?;
+//! assert_eq!(squares.into_inner(), 332_833_500);
+//! assert_eq!(summary.iterations, 1000);
+//! let (sum, _) = pool
+//!     .parallel(0..1000u64)
+//!     .schedule("guided".parse()?)
+//!     .fold_reduce(|| 0u64, |acc, i| acc + i, |a, b| a + b)?;
+//! assert_eq!(sum, 499_500);
+//! # Ok(()) }
+//! ```
+//!
+//! `KEEL_TRACE=file.json` writes every chunk of every loop as a Chrome /
+//! Perfetto trace event (open the file at `ui.perfetto.dev`). The variable
+//! is read once, when the first loop of the process starts:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let path = std::env::temp_dir().join(format!("keel-doc-trace-{}.json", std::process::id()));
+//! std::env::set_var("KEEL_TRACE", &path);
+//! let pool = keel::ThreadPool::builder().threads(2).build()?;
+//! pool.parallel(0..100u32)
+//!     .schedule("static".parse()?)
+//!     .for_each(|_| {})?;
+//! let trace = std::fs::read_to_string(&path)?;
+//! std::fs::remove_file(&path)?;
+//! assert!(trace.starts_with('['));
+//! // One complete event ("ph":"X") per chunk, named by the schedule.
+//! assert!(trace.contains(r#""name":"static","cat":"loop","ph":"X""#));
+//! # Ok(()) }
+//! ```
 
 mod enact;
 pub mod farm;

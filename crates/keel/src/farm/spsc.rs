@@ -6,6 +6,42 @@
 //! path: a push is one slot write, one index store and one notify; a pop is
 //! one slot read and one index store. The protocol and every ordering are
 //! in `README.md` beside this file; `tests/loom_farm.rs` checks them.
+//!
+//! A bounded queue of two items between a producer thread and this one:
+//! a push into a full queue gives the item back, and after
+//! [`Producer::close`] the consumer pops what is left, then [`Pop::Closed`].
+//!
+//! ```
+//! use keel::farm::spsc::{channel, Pop, PushError};
+//! use keel::farm::Signal;
+//! use std::sync::Arc;
+//! let (mut tx, mut rx) = channel::<u32>(Some(2), Arc::new(Signal::new()), Arc::new(Signal::new()));
+//! tx.push(1).unwrap();
+//! tx.push(2).unwrap();
+//! assert_eq!(tx.push(3), Err(PushError::Full(3)));
+//! assert_eq!(rx.pop(), Pop::Item(1));
+//! let producer = std::thread::spawn(move || {
+//!     for i in 3..=100 {
+//!         let mut item = i;
+//!         // Full: keep the item and try again once the consumer made room.
+//!         while let Err(PushError::Full(back)) = tx.push(item) {
+//!             item = back;
+//!             std::thread::yield_now();
+//!         }
+//!     }
+//!     tx.close();
+//! });
+//! let mut received = vec![1];
+//! loop {
+//!     match rx.pop() {
+//!         Pop::Item(i) => received.push(i),
+//!         Pop::Empty => std::thread::yield_now(),
+//!         Pop::Closed => break,
+//!     }
+//! }
+//! producer.join().unwrap();
+//! assert_eq!(received, (1..=100).collect::<Vec<_>>());
+//! ```
 
 use std::cell::Cell;
 use std::fmt;

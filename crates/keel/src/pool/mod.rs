@@ -1,6 +1,33 @@
 //! A persistent thread pool whose caller takes part in every region, as
 //! OpenMP's master thread does. The fork/join protocol, its memory orderings
 //! and what nesting does are in `README.md` beside this file.
+//!
+//! A [`ThreadPool`] of two participants (the caller and one worker) runs a
+//! region: the closure runs once per participant, and a region started
+//! inside it runs on the calling thread alone. Parallel loops
+//! ([`ThreadPool::parallel`]) are regions of this kind.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! let pool = keel::ThreadPool::builder().threads(2).build()?;
+//! assert_eq!(pool.threads(), 2);
+//! let ran = [AtomicUsize::new(0), AtomicUsize::new(0)];
+//! let nested = AtomicUsize::new(0);
+//! pool.region(|team| {
+//!     assert_eq!(team.size, 2);
+//!     ran[team.index].fetch_add(1, Ordering::Relaxed);
+//!     // Nesting runs inline: one participant, this thread.
+//!     assert_eq!(pool.team_size_here(), 1);
+//!     pool.region(|inner| {
+//!         assert_eq!((inner.index, inner.size), (0, 1));
+//!         nested.fetch_add(1, Ordering::Relaxed);
+//!     });
+//! });
+//! assert!(ran.iter().all(|r| r.load(Ordering::Relaxed) == 1));
+//! assert_eq!(nested.into_inner(), 2);
+//! # Ok(()) }
+//! ```
 
 mod env;
 
