@@ -414,9 +414,12 @@ pub fn supervise(exe: &Path, target: &Target, plan: &Plan) -> std::io::Result<Su
 /// (on a [`CASE_STACK`] thread, under [`MEMORY_LIMIT`] and [`CASE_LIMIT`]):
 /// `Ok` when the parser answered, the failure's description otherwise.
 pub fn check_in_child(exe: &Path, target: &str, input: &[u8]) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("keel-fuzz-one-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let file = dir.join(format!(
+    // A fresh directory of our own: nothing at a predictable path.
+    let dir = tempfile::Builder::new()
+        .prefix("keel-fuzz-one-")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let file = dir.path().join(format!(
         "{target}-{:016x}.bin",
         crate::case_seed(0, target, input.len() as u64) ^ hash(input)
     ));

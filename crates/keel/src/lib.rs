@@ -43,14 +43,14 @@
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let path = std::env::temp_dir().join(format!("keel-doc-trace-{}.json", std::process::id()));
+//! let dir = tempfile::tempdir()?; // a fresh directory: no predictable path
+//! let path = dir.path().join("trace.json");
 //! std::env::set_var("KEEL_TRACE", &path);
 //! let pool = keel::ThreadPool::builder().threads(2).build()?;
 //! pool.parallel(0..100u32)
 //!     .schedule("static".parse()?)
 //!     .for_each(|_| {})?;
 //! let trace = std::fs::read_to_string(&path)?;
-//! std::fs::remove_file(&path)?;
 //! assert!(trace.starts_with('['));
 //! // One complete event ("ph":"X") per chunk, named by the schedule.
 //! assert!(trace.contains(r#""name":"static","cat":"loop","ph":"X""#));

@@ -179,14 +179,12 @@ mod tests {
 
     #[test]
     fn a_writable_file_gets_every_chunk() {
-        let dir = std::env::temp_dir().join(format!("keel-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("trace.json");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.json");
         let tracer = Tracer::create(&path).unwrap();
         assert_eq!(tracer.append("l\"oop", 0, &[chunk(), chunk()]), None);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.matches("\"ph\":\"X\"").count(), 2, "{text}");
         assert!(text.contains("l\\\"oop"), "{text}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

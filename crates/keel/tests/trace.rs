@@ -7,7 +7,8 @@ use keel::{ThreadPool, WaitPolicy};
 
 #[test]
 fn every_chunk_becomes_one_trace_event() {
-    let path = std::env::temp_dir().join(format!("keel-trace-{}.json", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
     std::env::set_var("KEEL_TRACE", &path);
     let pool = ThreadPool::builder()
         .threads(2)

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! keel-cosched run --policy fcs jobs.txt
-//! keel-cosched run --policy gs --control /tmp/cs.sock --serve
-//! keel-cosched ctl /tmp/cs.sock submit 'a 2 -- @bsp --iterations 100'
+//! keel-cosched run --policy gs --control /run/keel-cosched.sock --serve
+//! keel-cosched ctl /run/keel-cosched.sock submit 'a 2 -- @bsp --iterations 100'
 //! ```
 
 use std::io::Write;

@@ -166,7 +166,17 @@ fn run(command: &str, a: Args) -> Result<ExitCode, String> {
             let out = a
                 .out
                 .clone()
-                .unwrap_or_else(|| std::env::temp_dir().join(format!("keel-fuzz-{seed}")));
+                .map_or_else(
+                    // A fresh directory (random suffix), kept for the user.
+                    || {
+                        tempfile::Builder::new()
+                            .prefix(&format!("keel-fuzz-{seed}-"))
+                            .tempdir()
+                            .map(tempfile::TempDir::keep)
+                    },
+                    Ok,
+                )
+                .map_err(|e| format!("cannot create a directory for failing inputs: {e}"))?;
             println!(
                 "keel-fuzz: seed {seed}, failing inputs under {}",
                 out.display()
