@@ -11,27 +11,7 @@ use keel::ThreadPool;
 use proptest::prelude::*;
 
 mod common;
-use common::{counters, not_once, pool};
-
-/// Every registered schedule that needs no user input (the registry's own
-/// test pins that it holds every name of `docs/conventions.md#loop-schedules`),
-/// and `auto` with
-/// each selection method.
-fn schedules() -> Vec<String> {
-    let mut all = keel::policy::dls::registry().names();
-    all.retain(|n| !keel::policy::dls::WORKLOAD_SCHEDULES.contains(&n.as_str()));
-    all.extend(
-        [
-            "auto",
-            "auto,keel",
-            "auto,expert",
-            "auto,exhaustive",
-            "auto,random",
-        ]
-        .map(String::from),
-    );
-    all
-}
+use common::{counters, not_once, pool, schedules};
 
 fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u64>) {
     let hits = counters(n);
@@ -60,7 +40,7 @@ fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u
 fn every_schedule_runs_every_iteration_once_on_edge_cases() {
     for threads in [1, 2, 3] {
         let pool = pool(threads);
-        for schedule in &schedules() {
+        for schedule in &schedules(false) {
             for (n, chunk) in [
                 (0, None),
                 (1, None),
@@ -81,7 +61,7 @@ proptest! {
 
     #[test]
     fn random_shapes_run_every_iteration_once(
-        schedule in prop::sample::select(schedules()),
+        schedule in prop::sample::select(schedules(false)),
         n in 0u64..3000,
         threads in 1usize..6,
         chunk in prop::option::of(1u64..64),
@@ -264,7 +244,7 @@ fn names_with_equal_text_are_one_loop() {
 #[allow(clippy::reversed_empty_ranges)]
 fn an_inverted_range_runs_nothing_under_every_schedule() {
     let pool = pool(3);
-    for schedule in schedules() {
+    for schedule in schedules(false) {
         let ran = AtomicUsize::new(0);
         let summary = pool
             .parallel(5u32..2)

@@ -6,24 +6,7 @@ use std::sync::atomic::Ordering;
 use keel::Schedule;
 
 mod common;
-use common::{counters, not_once, pool};
-
-/// Every registered schedule name (the workload-aware ones get hints) and
-/// `auto` with each selection method.
-fn schedules() -> Vec<String> {
-    let mut all = keel::policy::dls::registry().names();
-    all.extend(
-        [
-            "auto",
-            "auto,keel",
-            "auto,expert",
-            "auto,exhaustive",
-            "auto,random",
-        ]
-        .map(String::from),
-    );
-    all
-}
+use common::{counters, not_once, pool, schedules};
 
 /// A loop over `0..n` with `schedule`, given hints for the workload-aware
 /// schedules.
@@ -46,7 +29,7 @@ fn looped<'p>(
 fn integer_reductions_equal_the_sequential_result_exactly() {
     let pool = pool(3);
     let hints: Vec<f64> = (0..5000).map(|i| (i % 7 + 1) as f64).collect();
-    for schedule in schedules() {
+    for schedule in schedules(true) {
         for n in [0usize, 1, 17, 5000] {
             let value = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
             let sequential: u64 = (0..n).map(value).fold(0, u64::wrapping_add);
@@ -89,7 +72,7 @@ fn float_sums_are_the_sequential_sum_within_rounding() {
     // Stability of Numerical Algorithms", chapter 4, Summation), so two
     // orders differ by at most (n - 1)·ε·Σ|x| < n·ε·Σ|x|.
     let bound = n as f64 * f64::EPSILON * magnitude;
-    for schedule in schedules() {
+    for schedule in schedules(true) {
         let (sum, _) = looped(&pool, &schedule, n, &hints)
             .fold_reduce(|| 0.0f64, |acc, i| acc + x(i), |a, b| a + b)
             .unwrap();
@@ -105,7 +88,7 @@ fn every_element_of_a_slice_is_written_exactly_once() {
     let pool = pool(3);
     let n = 3001usize;
     let hints: Vec<f64> = (0..n).map(|i| (i % 11) as f64).collect();
-    for schedule in schedules() {
+    for schedule in schedules(true) {
         let mut data = vec![0u32; n];
         let hits = counters(n as u64);
         let starts = counters(n as u64);

@@ -27,3 +27,24 @@ pub fn not_once(hits: &[AtomicU8]) -> Vec<usize> {
         .take(10)
         .collect()
 }
+
+/// Every registered schedule name (with `workload_aware`, also `binlpt` and
+/// `greedy`, which need hints), then `auto` with each selection method.
+#[allow(dead_code)] // not every test binary sweeps the schedules
+pub fn schedules(workload_aware: bool) -> Vec<String> {
+    let mut all = keel::policy::dls::registry().names();
+    if !workload_aware {
+        all.retain(|n| !keel::policy::dls::WORKLOAD_SCHEDULES.contains(&n.as_str()));
+    }
+    all.extend(
+        [
+            "auto",
+            "auto,keel",
+            "auto,expert",
+            "auto,exhaustive",
+            "auto,random",
+        ]
+        .map(String::from),
+    );
+    all
+}
