@@ -1,0 +1,111 @@
+//! A worker thread's loop.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+use super::shared::{Msg, Shared};
+use super::spsc::{Consumer, Pop, Producer, PushError};
+use super::{Worker, RESULT_NOTIFY_BATCH};
+
+/// A worker's loop: pop, run, pass the result on; markers are reported;
+/// an empty queue is waited for; a closed one ends the worker.
+pub(super) fn worker_main<T, R, F>(
+    me: Worker,
+    mut input: Consumer<Msg<T>>,
+    mut output: Option<Producer<R>>,
+    work: &F,
+    shared: &Shared,
+    spins: u32,
+) where
+    F: Fn(Worker, T) -> R,
+{
+    let slot = &shared.slots[me.index];
+    let mut processed = 0u64;
+    let mut unnotified = 0u32;
+    let result = panic::catch_unwind(AssertUnwindSafe(|| loop {
+        // The signal is read only when the queue looks empty, so a busy
+        // worker touches nothing the emitter writes but the queue itself.
+        let popped = match input.pop() {
+            Pop::Empty => {
+                if shared.abort.load(Ordering::Acquire) {
+                    return;
+                }
+                if let Some(out) = output.as_mut() {
+                    out.flush();
+                    unnotified = 0;
+                }
+                let key = slot.signal.key();
+                match input.pop() {
+                    Pop::Empty => {
+                        slot.signal.wait(key, spins);
+                        continue;
+                    }
+                    other => other,
+                }
+            }
+            other => other,
+        };
+        match popped {
+            Pop::Item(Msg::Item(item)) => {
+                if shared.abort.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mut result = work(me, item);
+                processed += 1;
+                let Some(out) = output.as_mut() else {
+                    continue;
+                };
+                loop {
+                    match out.push_deferred(result) {
+                        Ok(()) => {
+                            unnotified += 1;
+                            if unnotified == RESULT_NOTIFY_BATCH {
+                                out.flush();
+                                unnotified = 0;
+                            }
+                            break;
+                        }
+                        Err(PushError::Full(back)) => {
+                            if shared.abort.load(Ordering::Acquire) {
+                                return;
+                            }
+                            // The collector must hear of what is queued
+                            // before we wait for it to make room.
+                            out.flush();
+                            unnotified = 0;
+                            // Key, re-check, wait: a pop after the key
+                            // wakes us.
+                            let key = slot.signal.key();
+                            match out.push(back) {
+                                Ok(()) => break,
+                                Err(PushError::Full(back)) => {
+                                    result = back;
+                                    slot.signal.wait(key, spins);
+                                }
+                                Err(PushError::Disconnected(_)) => return,
+                            }
+                        }
+                        Err(PushError::Disconnected(_)) => return,
+                    }
+                }
+            }
+            Pop::Item(Msg::Marker(block)) => {
+                // Release: the emitter's Acquire load of `reached` (or of
+                // this word) sees that this queue holds no marker now.
+                slot.marker_seen.store(block, Ordering::Release);
+                shared.reached.fetch_max(block, Ordering::AcqRel);
+                shared.master.notify();
+            }
+            Pop::Empty => unreachable!("handled above"),
+            Pop::Closed => return,
+        }
+    }));
+    slot.processed.store(processed, Ordering::Relaxed);
+    if let Err(payload) = result {
+        shared.fail(payload);
+    }
+    // Close our output before we count ourselves finished.
+    drop(output);
+    shared.finished.fetch_add(1, Ordering::AcqRel);
+    shared.master.notify();
+}
