@@ -64,6 +64,7 @@ pub mod objects;
 pub mod pool;
 pub mod tasks;
 mod trace;
+mod warn;
 
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;

@@ -5,8 +5,7 @@
 //! let sum = AtomicU64::new(0);
 //! keel::loops::for_each(0..1000u32, |i| {
 //!     sum.fetch_add(i as u64, Ordering::Relaxed);
-//! })
-//! .unwrap();
+//! });
 //! assert_eq!(sum.into_inner(), 499_500);
 //! ```
 //!
@@ -22,15 +21,24 @@
 //! ([`ParallelLoop::for_each_chunk_mut`]), or folds into per-participant
 //! accumulators combined at the join ([`ParallelLoop::fold_reduce`]); its
 //! schedule is a [`Schedule`], parsed where it is written.
+//!
+//! Each form has a `try_` twin with the typed errors
+//! ([`ParallelLoop::try_for_each`], …). The plain forms return the
+//! summary (the fold its value) and never fail on the environment: a bad
+//! `KEEL_SCHEDULE` or pool variable is warned about once per process on
+//! stderr and its default used, and a global pool that cannot be built
+//! runs the loop on the caller; what only code can get wrong (a bad
+//! schedule given in code, weights of the wrong length, a slice shorter
+//! than the range) panics with the [`LoopError`]'s message.
 
 mod claim;
 mod index;
+mod parallel;
 mod record;
 mod schedule;
 mod state;
 
 use std::ops::Range;
-use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -47,9 +55,12 @@ use keel_policy::select::{self, Measurement, Setting};
 use state::{CachedAssignment, LoopState, Parsed, ParsedSchedule, Resolved, Selection};
 
 use crate::pool::{self, PoolError, ThreadPool};
-use crate::trace;
+use crate::{trace, warn};
 
 pub use index::LoopIndex;
+pub use parallel::{
+    for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, ParallelLoop,
+};
 pub use record::{
     all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord,
     SelectionTimeline,
@@ -112,7 +123,7 @@ pub struct LoopSummary {
 /// the first cache line, so a loop moves one line per participant from the
 /// worker to the caller; the steal range sits after them.
 #[derive(Debug, Default)]
-pub struct Slot {
+pub(crate) struct Slot {
     chunks: AtomicU64,
     iterations: AtomicU64,
     start: AtomicU64,
@@ -163,204 +174,97 @@ impl TimingBoard for Board<'_> {
     }
 }
 
-/// A parallel loop being configured.
-#[must_use = "a loop runs only when for_each or for_each_chunk is called"]
-pub struct ParallelLoop<'p, I> {
-    pool: Option<&'p ThreadPool>,
-    range: Range<I>,
-    schedule: Option<Schedule>,
-    chunk: Option<u64>,
-    id: LoopId,
-    weights: Option<Arc<[f64]>>,
-    workload: Option<&'p [f64]>,
+/// Whether a loop instance returns what the environment got wrong as a
+/// typed error (the `try_` forms) or warns once and uses the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Every problem is a [`LoopError`].
+    Strict,
+    /// Environment problems are warnings; only code problems are errors.
+    Lenient,
 }
 
-/// A loop over `range` on the global pool; its identity is the caller's
-/// source location.
+/// The infallible forms' end: a [`LoopError`] left in lenient mode is one
+/// only code can cause, reported as a panic at the caller's line, as slice
+/// indexing reports an index out of bounds.
 #[track_caller]
-pub fn parallel<I: LoopIndex>(range: Range<I>) -> ParallelLoop<'static, I> {
-    ParallelLoop {
-        pool: None,
-        range,
-        schedule: None,
-        chunk: None,
-        id: LoopId::Site(Location::caller()),
-        weights: None,
-        workload: None,
+pub(crate) fn or_panic<T>(result: Result<T, LoopError>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(err) => panic!("{err}"),
     }
 }
 
-/// Runs `body(i)` for every `i` in `range` on the global pool, with the
-/// schedule from `KEEL_SCHEDULE` (else `auto`).
-#[track_caller]
-pub fn for_each<I: LoopIndex>(
-    range: Range<I>,
-    body: impl Fn(I) + Sync,
-) -> Result<LoopSummary, LoopError> {
-    parallel(range).for_each(body)
-}
-
-/// Runs `body(chunk)` for every chunk of `range` on the global pool.
-#[track_caller]
-pub fn for_each_chunk<I: LoopIndex>(
-    range: Range<I>,
-    body: impl Fn(Range<I>) + Sync,
-) -> Result<LoopSummary, LoopError> {
-    parallel(range).for_each_chunk(body)
-}
-
-impl ThreadPool {
-    /// A loop over `range` on this pool; its identity is the caller's
-    /// source location.
-    #[track_caller]
-    pub fn parallel<I: LoopIndex>(&self, range: Range<I>) -> ParallelLoop<'_, I> {
-        ParallelLoop {
-            pool: Some(self),
-            range,
-            schedule: None,
-            chunk: None,
-            id: LoopId::Site(Location::caller()),
-            weights: None,
-            workload: None,
-        }
-    }
+/// A pool of one participant, the caller: where loops on the global pool
+/// run when that pool cannot be built. It starts no thread, which is what
+/// could make a build fail.
+fn caller_pool() -> &'static ThreadPool {
+    static POOL: OnceLock<ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        ThreadPool::builder()
+            .threads(1)
+            .wait_policy(pool::WaitPolicy::Passive)
+            .pin(false)
+            .build()
+            .expect("a pool of one participant starts no thread")
+    })
 }
 
 impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
-    /// The schedule, parsed from `KEEL_SCHEDULE` syntax
-    /// (`.schedule("guided".parse()?)`, `dynamic,4`, `awf-b`, `auto`, …);
-    /// overrides the environment.
-    pub fn schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = Some(schedule);
-        self
-    }
-
-    /// The chunk parameter (`docs/conventions.md#the-chunk-parameter`);
-    /// overrides one in the spec.
-    pub fn chunk(mut self, chunk: u64) -> Self {
-        self.chunk = Some(chunk);
-        self
-    }
-
-    /// Relative speeds of the participants, one per thread, for `wf` (LB4OMP's
-    /// `KMP_WEIGHTS`): offered to the schedule as a user component. They apply
-    /// when the loop runs on the whole team; a loop nested inside a region
-    /// runs on one thread and ignores them. A wrong length is a typed error.
-    pub fn weights(mut self, weights: impl Into<Arc<[f64]>>) -> Self {
-        self.weights = Some(weights.into());
-        self
-    }
-
-    /// Per-iteration workload hints (one non-negative number per iteration,
-    /// any unit), for the workload-aware schedules `binlpt` and `greedy`
-    /// (BinLPT's `omp_set_workload`); other schedules ignore them. Such a
-    /// schedule maps the iterations once and reuses that assignment in later
-    /// instances of this loop until the hints (compared bit for bit), the
-    /// team or the chunk change.
-    pub fn workload<'w>(self, loads: &'w [f64]) -> ParallelLoop<'w, I>
-    where
-        'p: 'w,
-    {
-        ParallelLoop {
-            pool: self.pool,
-            range: self.range,
-            schedule: self.schedule,
-            chunk: self.chunk,
-            id: self.id,
-            weights: self.weights,
-            workload: Some(loads),
+    /// The pool this loop runs on: its own, else the global pool, else
+    /// (lenient mode, global pool unbuildable, warned once) the caller.
+    pub(crate) fn pool_for(&self, mode: Mode) -> Result<&'p ThreadPool, LoopError> {
+        match (self.pool, mode) {
+            (Some(p), _) => Ok(p),
+            (None, Mode::Strict) => Ok(pool::global()?),
+            (None, Mode::Lenient) => Ok(pool::global().unwrap_or_else(|err| {
+                warn::once("global pool", &err.to_string(), || {
+                    format!("the global pool could not be built ({err}); loops run on the calling thread")
+                });
+                caller_pool()
+            })),
         }
     }
 
-    /// Names the loop, so that its records do not depend on the call site:
-    /// a literal (`.id("solver")`) or a name built at run time
-    /// (`.id(format!("solver/{level}"))`); names with equal text are one
-    /// loop.
-    pub fn id(mut self, name: impl Into<LoopName>) -> Self {
-        self.id = LoopId::Named(name.into());
-        self
-    }
-
-    /// Runs `body(i)` for every index.
-    pub fn for_each(self, body: impl Fn(I) + Sync) -> Result<LoopSummary, LoopError> {
-        let start = self.range.start;
-        self.run(&|_, from: u64, to: u64| {
-            for offset in from..to {
-                body(I::at(start, offset));
-            }
-        })
-    }
-
-    /// Runs `body(chunk)` for every chunk the schedule hands out.
-    pub fn for_each_chunk(self, body: impl Fn(Range<I>) + Sync) -> Result<LoopSummary, LoopError> {
-        let start = self.range.start;
-        self.run(&|_, from: u64, to: u64| body(I::at(start, from)..I::at(start, to)))
-    }
-
-    /// Folds every index into a per-participant accumulator and combines
-    /// the accumulators at the join (rayon's `fold` + `reduce`, OpenMP's
-    /// `reduction` clause): each participant starts from `identity()`,
-    /// folds the chunks the schedule hands it, in the order it claims them,
-    /// with `fold`; the caller then combines the participants' results in
-    /// participant order with `reduce`. An empty loop returns `identity()`.
-    ///
-    /// `reduce` must be associative, and `identity()` its neutral element,
-    /// for the result not to depend on the schedule; with floating point
-    /// the result is the sequential sum up to rounding (the order of the
-    /// additions depends on the schedule).
-    ///
-    /// ```
-    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
-    /// let (sum, _) = pool
-    ///     .parallel(0..1000u64)
-    ///     .fold_reduce(|| 0u64, |acc, i| acc + i, |a, b| a + b)
-    ///     .unwrap();
-    /// assert_eq!(sum, 499_500);
-    /// ```
-    pub fn fold_reduce<T: Send>(
+    /// Runs one instance of the loop, `body(participant, from, to)` per
+    /// chunk of offsets, with the schedule from code, else `KEEL_SCHEDULE`.
+    pub(crate) fn run(
         self,
-        identity: impl Fn() -> T + Sync,
-        fold: impl Fn(T, I) -> T + Sync,
-        reduce: impl Fn(T, T) -> T,
-    ) -> Result<(T, LoopSummary), LoopError> {
-        let start = self.range.start;
-        let participants = match self.pool {
-            Some(p) => p.team_size_here(),
-            None => pool::global()?.team_size_here(),
+        mode: Mode,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+    ) -> Result<LoopSummary, LoopError> {
+        let iterations = I::span(&self.range)?;
+        let pool = self.pool_for(mode)?;
+        if let Some(schedule) = &self.schedule {
+            return self.run_on(pool, iterations, schedule.text(), "schedule", body);
+        }
+        let text = match mode {
+            Mode::Strict => env_schedule(),
+            Mode::Lenient => env_schedule_or_auto(),
         };
-        // One accumulator per participant, each on its own cache lines:
-        // participant `me` is the only one to lock `partial[me]` during the
-        // region, so the lock is never contended.
-        let partial: Vec<CachePadded<Mutex<Option<T>>>> = (0..participants)
-            .map(|_| CachePadded::new(Mutex::new(None)))
-            .collect();
-        let summary = self.run(&|me, from: u64, to: u64| {
-            let mut slot = partial[me].lock().unwrap_or_else(|e| e.into_inner());
-            let acc = slot.take().unwrap_or_else(&identity);
-            *slot = Some((from..to).fold(acc, |acc, offset| fold(acc, I::at(start, offset))));
-        })?;
-        let result = partial
-            .into_iter()
-            .filter_map(|slot| {
-                CachePadded::into_inner(slot)
-                    .into_inner()
-                    .unwrap_or_else(|e| e.into_inner())
-            })
-            .reduce(reduce)
-            .unwrap_or_else(identity);
-        Ok((result, summary))
+        let result = self.run_on(pool, iterations, text, "KEEL_SCHEDULE", body);
+        match result {
+            // A schedule from the environment that cannot plan this loop
+            // (a workload-aware one without hints, say): no iteration has
+            // run, so the instance runs again under the default.
+            Err(LoopError::Schedule { error, .. }) if mode == Mode::Lenient && text != "auto" => {
+                warn::once("KEEL_SCHEDULE", text, || {
+                    format!("KEEL_SCHEDULE={text:?} cannot run every loop ({error}); using auto")
+                });
+                self.run_on(pool, iterations, "auto", "KEEL_SCHEDULE", body)
+            }
+            other => other,
+        }
     }
 
-    fn run(self, body: &(dyn Fn(usize, u64, u64) + Sync)) -> Result<LoopSummary, LoopError> {
-        let iterations = I::span(&self.range)?;
-        let pool = match self.pool {
-            Some(p) => p,
-            None => pool::global()?,
-        };
-        let (text, source_name) = match &self.schedule {
-            Some(s) => (s.text(), "schedule"),
-            None => (env_schedule()?, "KEEL_SCHEDULE"),
-        };
+    fn run_on(
+        &self,
+        pool: &ThreadPool,
+        iterations: u64,
+        text: &str,
+        source_name: &'static str,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+    ) -> Result<LoopSummary, LoopError> {
         let schedule_error = |error| LoopError::Schedule { source_name, error };
         let threads = pool.team_size_here();
         let loop_state = state::state_of(&self.id);
@@ -473,7 +377,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         record.last.selection = selected.map(|s| s.phase);
         record.last.chunk = shape.chunk;
         let summary = LoopSummary {
-            id: self.id,
+            id: self.id.clone(),
             threads,
             iterations,
             chunks: record.last.total_chunks(),
@@ -491,75 +395,6 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         Ok(summary)
     }
 }
-
-impl<'p> ParallelLoop<'p, usize> {
-    /// Runs `body(start, chunk)` on disjoint pieces of `data`: for every
-    /// chunk `a..b` of the loop's range that the schedule hands out (or
-    /// piece of one, for the schedules that time sub-chunks), `chunk` is
-    /// `&mut data[a..b]` and `start` is `a`. Every index of the range is in
-    /// exactly one chunk, so each element is borrowed mutably once, with no
-    /// lock or atomic (OpenMP's `parallel for` over an array, rayon's
-    /// `par_chunks_mut` with the schedule choosing the chunks). The range
-    /// must lie inside `data`: `pool.parallel(0..data.len())` covers it
-    /// all.
-    ///
-    /// ```
-    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
-    /// let mut squares = vec![0u64; 1000];
-    /// pool.parallel(0..squares.len())
-    ///     .schedule("guided".parse().unwrap())
-    ///     .for_each_chunk_mut(&mut squares, |start, chunk| {
-    ///         for (k, x) in chunk.iter_mut().enumerate() {
-    ///             let i = (start + k) as u64;
-    ///             *x = i * i;
-    ///         }
-    ///     })
-    ///     .unwrap();
-    /// assert_eq!(squares[999], 998_001);
-    /// ```
-    pub fn for_each_chunk_mut<T: Send>(
-        self,
-        data: &mut [T],
-        body: impl Fn(usize, &mut [T]) + Sync,
-    ) -> Result<LoopSummary, LoopError> {
-        if self.range.end > data.len() && self.range.start < self.range.end {
-            return Err(LoopError::SliceTooShort {
-                end: self.range.end,
-                len: data.len(),
-            });
-        }
-        let start = self.range.start;
-        let base = SlicePtr(data.as_mut_ptr());
-        self.run(&|_, from: u64, to: u64| {
-            let (a, b) = (start + from as usize, start + to as usize);
-            // SAFETY: `a..b` lies inside `data` (checked above: the range
-            // ends within it, and every chunk lies inside the range), and
-            // the schedule hands out each iteration exactly once per
-            // instance (claim.rs; the exactly-once tests check it under
-            // every schedule), so no two calls get overlapping pieces. The
-            // exclusive borrow of `data` lasts until `run` returns, which
-            // is after the join: no piece outlives it.
-            let chunk = unsafe { std::slice::from_raw_parts_mut(base.get().add(a), b - a) };
-            body(a, chunk);
-        })
-    }
-}
-
-/// The base of a slice whose disjoint pieces go to different participants.
-struct SlicePtr<T>(*mut T);
-
-impl<T> SlicePtr<T> {
-    /// Through a method, so that closures capture the whole wrapper (and
-    /// its `Sync`), not the raw pointer field.
-    fn get(&self) -> *mut T {
-        self.0
-    }
-}
-
-// SAFETY: the pointer is only turned into disjoint `&mut [T]` pieces, one
-// per chunk, each used by one participant: sending a `T` to another thread
-// is what `T: Send` allows.
-unsafe impl<T: Send> Sync for SlicePtr<T> {}
 
 /// The user's per-iteration hints, as a workload-aware schedule reads them.
 const HINTS: Concept = Concept::Workload {
@@ -696,15 +531,31 @@ fn assignment_for(
 }
 
 /// `KEEL_SCHEDULE`, read once (as OpenMP reads `OMP_SCHEDULE`); `auto` when unset.
-fn env_schedule() -> Result<&'static str, LoopError> {
+fn env_schedule() -> &'static str {
     static ENV: OnceLock<String> = OnceLock::new();
-    Ok(ENV
-        .get_or_init(|| {
-            std::env::var("KEEL_SCHEDULE")
-                .ok()
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| "auto".to_string())
-        })
-        .as_str())
+    ENV.get_or_init(|| {
+        std::env::var("KEEL_SCHEDULE")
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "auto".to_string())
+    })
+}
+
+/// [`env_schedule`], or `auto` when it does not parse (warned once, as
+/// libgomp warns about a bad `OMP_SCHEDULE`).
+fn env_schedule_or_auto() -> &'static str {
+    static CHECKED: OnceLock<&'static str> = OnceLock::new();
+    CHECKED.get_or_init(|| {
+        let text = env_schedule();
+        match select::parse_setting(text) {
+            Ok(_) => text,
+            Err(err) => {
+                warn::once("KEEL_SCHEDULE", text, || {
+                    format!("KEEL_SCHEDULE={text:?} is invalid ({err}); using auto")
+                });
+                "auto"
+            }
+        }
+    })
 }

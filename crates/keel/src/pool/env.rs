@@ -1,7 +1,7 @@
 //! The pool's environment variables, read like their OpenMP counterparts
 //! (`OMP_NUM_THREADS`, `OMP_WAIT_POLICY`, `OMP_PROC_BIND`).
 
-use super::DEFAULT_SPINS;
+use super::{PoolBuilder, DEFAULT_SPINS};
 
 /// Most participants a pool may have (LLVM's OpenMP runtime caps its
 /// teams at the same 32,768): a larger count is a typed error, not an
@@ -51,7 +51,8 @@ pub enum PoolError {
         /// The count asked for.
         threads: usize,
     },
-    /// An environment variable does not parse.
+    /// An environment variable does not parse ([`PoolBuilder::try_env`];
+    /// [`PoolBuilder::build`] warns and uses the default instead).
     #[error("{var}={value:?} is invalid: expected {expected}")]
     BadEnv {
         /// The variable.
@@ -73,50 +74,118 @@ fn read(var: &'static str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// `KEEL_NUM_THREADS`: a positive integer.
-pub(crate) fn threads() -> Result<Option<usize>, PoolError> {
-    const EXPECTED: &str = "a positive integer";
-    read("KEEL_NUM_THREADS")
-        .map(|v| match v.parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(PoolError::BadEnv {
-                var: "KEEL_NUM_THREADS",
-                value: v,
-                expected: EXPECTED,
-            }),
-        })
-        .transpose()
+/// One pool variable: its name, what it accepts, what an unset or bad
+/// value falls back to, and its parser.
+struct Var<T> {
+    name: &'static str,
+    expected: &'static str,
+    default: &'static str,
+    parse: fn(&str) -> Option<T>,
 }
+
+impl<T> Var<T> {
+    /// The value, `None` when unset; a bad value is a typed error.
+    fn strict(&self) -> Result<Option<T>, PoolError> {
+        read(self.name)
+            .map(|v| {
+                (self.parse)(&v).ok_or(PoolError::BadEnv {
+                    var: self.name,
+                    value: v,
+                    expected: self.expected,
+                })
+            })
+            .transpose()
+    }
+
+    /// The value, `None` when unset or bad; a bad value is warned about
+    /// once per process (as libgomp does with `OMP_NUM_THREADS`).
+    fn lenient(&self) -> Option<T> {
+        self.strict().unwrap_or_else(|err| {
+            if let PoolError::BadEnv { value, .. } = &err {
+                crate::warn::once(self.name, value, || {
+                    format!(
+                        "{}={value:?} is invalid (expected {}); using {}",
+                        self.name, self.expected, self.default
+                    )
+                });
+            }
+            None
+        })
+    }
+}
+
+/// `KEEL_NUM_THREADS`: a positive integer.
+const THREADS: Var<usize> = Var {
+    name: "KEEL_NUM_THREADS",
+    expected: "a positive integer",
+    default: "the available cores",
+    parse: |v| v.parse().ok().filter(|&n| n > 0),
+};
 
 /// `KEEL_WAIT_POLICY`: `active`, `passive`, or a spin count.
-pub(crate) fn wait_policy() -> Result<Option<WaitPolicy>, PoolError> {
-    read("KEEL_WAIT_POLICY")
-        .map(|v| match v.to_ascii_lowercase().as_str() {
-            "active" => Ok(WaitPolicy::Active),
-            "passive" => Ok(WaitPolicy::Passive),
-            other => other
-                .parse()
-                .map(WaitPolicy::Spins)
-                .map_err(|_| PoolError::BadEnv {
-                    var: "KEEL_WAIT_POLICY",
-                    value: v.clone(),
-                    expected: "active, passive, or a number of spins",
-                }),
-        })
-        .transpose()
+const WAIT: Var<WaitPolicy> = Var {
+    name: "KEEL_WAIT_POLICY",
+    expected: "active, passive, or a number of spins",
+    default: "a bounded spin",
+    parse: |v| match v.to_ascii_lowercase().as_str() {
+        "active" => Some(WaitPolicy::Active),
+        "passive" => Some(WaitPolicy::Passive),
+        other => other.parse().ok().map(WaitPolicy::Spins),
+    },
+};
+
+/// `KEEL_PIN`: `true|false|1|0|yes|no|on|off`.
+const PIN: Var<bool> = Var {
+    name: "KEEL_PIN",
+    expected: "true or false",
+    default: "no pinning",
+    parse: |v| match v.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    },
+};
+
+/// `KEEL_NUM_THREADS`, `None` when unset or bad (warned once).
+///
+/// A `Result` for [`PoolBuilder::build`]'s `?`: it is always `Ok`.
+pub(crate) fn threads() -> Result<Option<usize>, PoolError> {
+    Ok(THREADS.lenient())
 }
 
-/// `KEEL_PIN`: `true|false|1|0`.
+/// `KEEL_WAIT_POLICY`, `None` when unset or bad (warned once); always `Ok`.
+pub(crate) fn wait_policy() -> Result<Option<WaitPolicy>, PoolError> {
+    Ok(WAIT.lenient())
+}
+
+/// `KEEL_PIN`, `None` when unset or bad (warned once); always `Ok`.
 pub(crate) fn pin() -> Result<Option<bool>, PoolError> {
-    read("KEEL_PIN")
-        .map(|v| match v.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" | "on" => Ok(true),
-            "false" | "0" | "no" | "off" => Ok(false),
-            _ => Err(PoolError::BadEnv {
-                var: "KEEL_PIN",
-                value: v,
-                expected: "true or false",
-            }),
-        })
-        .transpose()
+    Ok(PIN.lenient())
+}
+
+impl PoolBuilder {
+    /// Fills the choices not made in code from `KEEL_NUM_THREADS`,
+    /// `KEEL_WAIT_POLICY` and `KEEL_PIN`, with a typed error for a variable
+    /// that does not parse: the checked form of what
+    /// [`PoolBuilder::build`] does, which warns once and uses the default
+    /// instead.
+    ///
+    /// ```
+    /// // An unset variable leaves its choice to `build`'s default.
+    /// let pool = keel::ThreadPool::builder().threads(2).try_env()?.build()?;
+    /// assert_eq!(pool.threads(), 2);
+    /// # Ok::<(), keel::PoolError>(())
+    /// ```
+    pub fn try_env(mut self) -> Result<Self, PoolError> {
+        if self.threads.is_none() {
+            self.threads = THREADS.strict()?;
+        }
+        if self.wait.is_none() {
+            self.wait = WAIT.strict()?;
+        }
+        if self.pin.is_none() {
+            self.pin = PIN.strict()?;
+        }
+        Ok(self)
+    }
 }
