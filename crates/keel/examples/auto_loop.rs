@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .parallel(0..N)
             .schedule(auto.clone())
             .id("triangular")
-            .for_each(|i| {
+            .try_for_each(|i| {
                 black_box(work(i));
             })?;
         t_par += summary.t_par;

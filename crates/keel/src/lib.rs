@@ -26,13 +26,13 @@
 //!     .schedule("dynamic,4".parse()?)
 //!     .for_each(|i| {
 //!         squares.fetch_add(i * i, Ordering::Relaxed);
-//!     })?;
+//!     });
 //! assert_eq!(squares.into_inner(), 332_833_500);
 //! assert_eq!(summary.iterations, 1000);
-//! let (sum, _) = pool
+//! let sum = pool
 //!     .parallel(0..1000u64)
 //!     .schedule("guided".parse()?)
-//!     .fold_reduce(|| 0u64, |acc, i| acc + i, |a, b| a + b)?;
+//!     .fold_reduce(|| 0u64, |acc, i| acc + i, |a, b| a + b);
 //! assert_eq!(sum, 499_500);
 //! # Ok(()) }
 //! ```
@@ -49,7 +49,7 @@
 //! let pool = keel::ThreadPool::builder().threads(2).build()?;
 //! pool.parallel(0..100u32)
 //!     .schedule("static".parse()?)
-//!     .for_each(|_| {})?;
+//!     .for_each(|_| {});
 //! let trace = std::fs::read_to_string(&path)?;
 //! assert!(trace.starts_with('['));
 //! // One complete event ("ph":"X") per chunk, named by the schedule.
@@ -69,6 +69,7 @@ mod warn;
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;
 pub use loops::{
-    for_each, for_each_chunk, parallel, LoopError, LoopId, LoopSummary, Schedule, ScheduleError,
+    for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, LoopError, LoopId,
+    LoopSummary, Schedule, ScheduleError,
 };
 pub use pool::{PoolBuilder, PoolError, Team, ThreadPool, WaitPolicy};

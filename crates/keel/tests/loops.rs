@@ -23,7 +23,7 @@ fn check_exactly_once(pool: &ThreadPool, schedule: &str, n: u64, chunk: Option<u
         lp = lp.chunk(k);
     }
     let summary = lp
-        .for_each(|i| {
+        .try_for_each(|i| {
             hits[i as usize].fetch_add(1, Ordering::Relaxed);
         })
         .unwrap_or_else(|e| panic!("{schedule}: {e}"));
@@ -80,23 +80,20 @@ fn ranges_near_the_type_limits() {
         .for_each(|i| {
             assert!(i >= u64::MAX - 100);
             seen.fetch_add(1, Ordering::Relaxed);
-        })
-        .unwrap();
+        });
     assert_eq!(seen.swap(0, Ordering::Relaxed), 100);
     pool.parallel(i64::MIN..i64::MIN + 50)
         .schedule("guided".parse().unwrap())
         .for_each(|i| {
             assert!(i < i64::MIN + 50);
             seen.fetch_add(1, Ordering::Relaxed);
-        })
-        .unwrap();
+        });
     assert_eq!(seen.swap(0, Ordering::Relaxed), 50);
     pool.parallel(-3i8..4)
         .schedule("static-steal".parse().unwrap())
         .for_each_chunk(|r| {
             seen.fetch_add(r.len(), Ordering::Relaxed);
-        })
-        .unwrap();
+        });
     assert_eq!(seen.load(Ordering::Relaxed), 7);
 }
 
@@ -117,7 +114,7 @@ fn bad_input_is_a_typed_error_and_runs_nothing() {
         .parallel(0u32..10)
         .schedule("dynamic".parse().unwrap())
         .chunk(0)
-        .for_each(body)
+        .try_for_each(body)
         .unwrap_err();
     assert!(err.to_string().contains("chunk"), "{err}");
     assert!("dynamic,0".parse::<Schedule>().is_err());
@@ -155,10 +152,8 @@ fn a_loop_inside_a_loop_runs_inline_and_completes() {
                 .schedule("guided".parse().unwrap())
                 .for_each(|_| {
                     total.fetch_add(1, Ordering::Relaxed);
-                })
-                .unwrap();
-        })
-        .unwrap();
+                });
+        });
     assert_eq!(total.load(Ordering::Relaxed), 60);
 }
 
@@ -187,14 +182,14 @@ fn weights_of_the_wrong_length_are_a_typed_error() {
         .parallel(0..10u32)
         .schedule("wf".parse().unwrap())
         .weights(vec![1.0, 2.0, 3.0])
-        .for_each(|_| {})
+        .try_for_each(|_| {})
         .unwrap_err();
     assert!(err.to_string().contains('3'), "{err}");
     let err = pool
         .parallel(0..10u32)
         .schedule("wf".parse().unwrap())
         .weights(vec![1.0, f64::NAN])
-        .for_each(|_| {})
+        .try_for_each(|_| {})
         .unwrap_err();
     assert!(err.to_string().to_lowercase().contains("nan"), "{err}");
 }
@@ -202,12 +197,12 @@ fn weights_of_the_wrong_length_are_a_typed_error() {
 #[test]
 fn each_call_site_keeps_its_own_record() {
     let pool = pool(2);
-    let a = pool.parallel(0..10u32).for_each(|_| {}).unwrap();
-    let b = pool.parallel(0..20u32).for_each(|_| {}).unwrap();
+    let a = pool.parallel(0..10u32).for_each(|_| {});
+    let b = pool.parallel(0..20u32).for_each(|_| {});
     assert_ne!(a.id, b.id);
     assert_eq!(record(a.id).unwrap().last.iterations, 10);
     assert_eq!(record(b.id).unwrap().last.iterations, 20);
-    let named = pool.parallel(0..5u32).id("named").for_each(|_| {}).unwrap();
+    let named = pool.parallel(0..5u32).id("named").for_each(|_| {});
     assert_eq!(named.id, LoopId::named("named"));
     let rec = record(LoopId::named("named")).unwrap();
     assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 5);
@@ -221,19 +216,14 @@ fn names_with_equal_text_are_one_loop() {
         let part = "shared";
         pool.parallel(0..n)
             .id(format!("{part}-name"))
-            .for_each(|_| {})
-            .unwrap();
+            .for_each(|_| {});
     }
     let owned = format!("{}-name", "shared");
     let rec = record(LoopId::named(owned)).unwrap();
     assert_eq!(rec.instances, 2);
     assert_eq!(rec.last.iterations, 20);
     // A literal with the same text names the same loop.
-    let summary = pool
-        .parallel(0..30u32)
-        .id("shared-name")
-        .for_each(|_| {})
-        .unwrap();
+    let summary = pool.parallel(0..30u32).id("shared-name").for_each(|_| {});
     assert_eq!(summary.id, LoopId::named(String::from("shared-name")));
     assert_eq!(record(summary.id).unwrap().instances, 3);
 }
@@ -249,7 +239,7 @@ fn an_inverted_range_runs_nothing_under_every_schedule() {
         let summary = pool
             .parallel(5u32..2)
             .schedule(schedule.parse().unwrap())
-            .for_each(|_| {
+            .try_for_each(|_| {
                 ran.fetch_add(1, Ordering::Relaxed);
             })
             .unwrap_or_else(|e| panic!("{schedule}: {e}"));
@@ -258,19 +248,14 @@ fn an_inverted_range_runs_nothing_under_every_schedule() {
         let chunks = pool
             .parallel(i64::MAX..i64::MIN)
             .schedule(schedule.parse().unwrap())
-            .for_each_chunk(|r| {
+            .try_for_each_chunk(|r| {
                 ran.fetch_add(r.count(), Ordering::Relaxed);
             })
             .unwrap_or_else(|e| panic!("{schedule}: {e}"));
         assert_eq!(ran.load(Ordering::Relaxed), 0, "{schedule}");
         assert_eq!(chunks.iterations, 0, "{schedule}");
     }
-    assert_eq!(
-        keel::for_each(10u8..1, |_| panic!("ran"))
-            .unwrap()
-            .iterations,
-        0
-    );
+    assert_eq!(keel::for_each(10u8..1, |_| panic!("ran")).iterations, 0);
 }
 
 /// Iterations run by the slowed participant (the worker thread
@@ -296,8 +281,7 @@ fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static s
                     std::hint::spin_loop();
                 }
             }
-        })
-        .unwrap();
+        });
     }
     record(LoopId::named(id)).unwrap().last.thread_iterations[1]
 }

@@ -37,7 +37,7 @@ fn integer_reductions_equal_the_sequential_result_exactly() {
             // their chunks between instances.
             for instance in 0..3 {
                 let (sum, summary) = looped(&pool, &schedule, n, &hints)
-                    .fold_reduce(
+                    .try_fold_reduce(
                         || 0u64,
                         |acc, i| acc.wrapping_add(value(i)),
                         u64::wrapping_add,
@@ -47,13 +47,11 @@ fn integer_reductions_equal_the_sequential_result_exactly() {
                 assert_eq!(summary.iterations, n as u64);
             }
             // A non-commutative accumulator: the count and the largest index.
-            let (found, _) = looped(&pool, &schedule, n, &hints)
-                .fold_reduce(
-                    || (0usize, None::<usize>),
-                    |(count, max), i| (count + 1, max.max(Some(i))),
-                    |a, b| (a.0 + b.0, a.1.max(b.1)),
-                )
-                .unwrap();
+            let found = looped(&pool, &schedule, n, &hints).fold_reduce(
+                || (0usize, None::<usize>),
+                |(count, max), i| (count + 1, max.max(Some(i))),
+                |a, b| (a.0 + b.0, a.1.max(b.1)),
+            );
             assert_eq!(found, (n, n.checked_sub(1)), "{schedule}");
         }
     }
@@ -73,9 +71,11 @@ fn float_sums_are_the_sequential_sum_within_rounding() {
     // orders differ by at most (n - 1)·ε·Σ|x| < n·ε·Σ|x|.
     let bound = n as f64 * f64::EPSILON * magnitude;
     for schedule in schedules(true) {
-        let (sum, _) = looped(&pool, &schedule, n, &hints)
-            .fold_reduce(|| 0.0f64, |acc, i| acc + x(i), |a, b| a + b)
-            .unwrap();
+        let sum = looped(&pool, &schedule, n, &hints).fold_reduce(
+            || 0.0f64,
+            |acc, i| acc + x(i),
+            |a, b| a + b,
+        );
         assert!(
             (sum - sequential).abs() <= bound,
             "{schedule}: {sum} vs {sequential} (bound {bound:e})"
@@ -93,7 +93,7 @@ fn every_element_of_a_slice_is_written_exactly_once() {
         let hits = counters(n as u64);
         let starts = counters(n as u64);
         looped(&pool, &schedule, n, &hints)
-            .for_each_chunk_mut(&mut data, |start, chunk| {
+            .try_for_each_chunk_mut(&mut data, |start, chunk| {
                 starts[start].fetch_add(1, Ordering::Relaxed);
                 for (k, x) in chunk.iter_mut().enumerate() {
                     hits[start + k].fetch_add(1, Ordering::Relaxed);
@@ -119,13 +119,12 @@ fn a_sub_range_writes_only_its_part_and_a_range_past_the_end_is_an_error() {
     let mut data = vec![0u8; 100];
     pool.parallel(10..90usize)
         .schedule("dynamic,7".parse().unwrap())
-        .for_each_chunk_mut(&mut data, |_, chunk| chunk.fill(1))
-        .unwrap();
+        .for_each_chunk_mut(&mut data, |_, chunk| chunk.fill(1));
     assert!(data[..10].iter().chain(&data[90..]).all(|&x| x == 0));
     assert!(data[10..90].iter().all(|&x| x == 1));
     let err = pool
         .parallel(0..101usize)
-        .for_each_chunk_mut(&mut data, |_, _| panic!("nothing runs"))
+        .try_for_each_chunk_mut(&mut data, |_, _| panic!("nothing runs"))
         .unwrap_err();
     assert_eq!(err, keel::LoopError::SliceTooShort { end: 101, len: 100 });
 }

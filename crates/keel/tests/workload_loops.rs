@@ -22,7 +22,7 @@ fn hits_once(pool: &ThreadPool, schedule: &str, hints: &[f64], chunk: Option<u64
     if let Some(k) = chunk {
         lp = lp.chunk(k);
     }
-    lp.for_each(|i| {
+    lp.try_for_each(|i| {
         hits[i as usize].fetch_add(1, Ordering::Relaxed);
     })
     .unwrap_or_else(|e| panic!("{schedule}: {e}"));
@@ -75,8 +75,7 @@ fn run(pool: &ThreadPool, schedule: &str, id: &str, hints: &[f64]) -> u64 {
         .schedule(schedule.parse().unwrap())
         .id(id.to_string())
         .workload(hints)
-        .for_each(|_| {})
-        .unwrap();
+        .for_each(|_| {});
     record(LoopId::named(id.to_string())).unwrap().assignments
 }
 
@@ -99,8 +98,7 @@ fn the_assignment_is_reused_until_the_hints_change() {
             .id(id.clone())
             .chunk(4)
             .workload(&hints)
-            .for_each(|_| {})
-            .unwrap();
+            .for_each(|_| {});
         assert_eq!(record(LoopId::named(id.clone())).unwrap().assignments, 3);
     }
 }
@@ -128,8 +126,7 @@ fn the_hints_steer_the_assignment() {
                     load[me].fetch_add(hints[i] as u64, Ordering::Relaxed);
                     iterations[me].fetch_add(1, Ordering::Relaxed);
                 }
-            })
-            .unwrap();
+            });
         let (l0, l1) = (
             load[0].load(Ordering::Relaxed),
             load[1].load(Ordering::Relaxed),
@@ -154,7 +151,7 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
     let no_hints = pool
         .parallel(0..10u64)
         .schedule("binlpt".parse().unwrap())
-        .for_each(body);
+        .try_for_each(body);
     let message = no_hints.unwrap_err().to_string();
     assert!(message.contains(".workload("), "{message}");
     let short = [1.0; 9];
@@ -166,7 +163,7 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
                 .parallel(0..10u64)
                 .schedule(schedule.parse().unwrap())
                 .workload(hints)
-                .for_each(body);
+                .try_for_each(body);
             assert!(
                 matches!(result, Err(LoopError::Schedule { .. })),
                 "{schedule} {hints:?}: {result:?}"
@@ -178,7 +175,6 @@ fn missing_or_bad_hints_are_typed_errors_and_run_nothing() {
     pool.parallel(0..10u64)
         .schedule("dynamic".parse().unwrap())
         .workload(&short)
-        .for_each(body)
-        .unwrap();
+        .for_each(body);
     assert_eq!(ran.load(Ordering::Relaxed), 10);
 }

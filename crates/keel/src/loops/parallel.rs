@@ -65,7 +65,10 @@ pub fn try_for_each<I: LoopIndex>(
 ///
 /// As [`ParallelLoop::for_each_chunk`]; a panic in `body` reaches the caller.
 #[track_caller]
-pub fn for_each_chunk<I: LoopIndex>(range: Range<I>, body: impl Fn(Range<I>) + Sync) -> LoopSummary {
+pub fn for_each_chunk<I: LoopIndex>(
+    range: Range<I>,
+    body: impl Fn(Range<I>) + Sync,
+) -> LoopSummary {
     parallel(range).for_each_chunk(body)
 }
 
@@ -393,4 +396,3 @@ impl<T> SlicePtr<T> {
 // per chunk, each used by one participant: sending a `T` to another thread
 // is what `T: Send` allows.
 unsafe impl<T: Send> Sync for SlicePtr<T> {}
-
