@@ -164,7 +164,7 @@ pub fn run_schedule(
         if let Some(k) = chunk {
             l = l.chunk(k);
         }
-        match l.for_each(|i| {
+        match l.try_for_each(|i| {
             black_box(w.run(i));
         }) {
             Ok(summary) => {

@@ -175,8 +175,7 @@ fn thread_loop(pool: &ThreadPool, schedule: &str, hints: &[f64]) -> Vec<usize> {
             for i in range {
                 owner[i].store(me, Ordering::Relaxed);
             }
-        })
-        .unwrap();
+        });
     owner.into_iter().map(AtomicUsize::into_inner).collect()
 }
 

@@ -29,7 +29,7 @@ const POLICIES: [&str; 9] = [
 fn farm(policy: &str, workers: usize, capacity: Option<usize>) -> Farm {
     let mut b = Farm::builder().workers(workers).policy(policy);
     if let Some(c) = capacity {
-        b = b.capacity(c);
+        b = b.input_capacity(c);
     }
     b.build().unwrap()
 }
@@ -261,7 +261,10 @@ fn a_panicking_source_or_collector_stops_the_workers() {
 fn bad_parameters_are_typed_errors() {
     let err = |b: keel::farm::FarmBuilder| b.build().unwrap_err();
     assert_eq!(err(Farm::builder().workers(0)), FarmError::ZeroWorkers);
-    assert_eq!(err(Farm::builder().capacity(0)), FarmError::ZeroCapacity);
+    assert_eq!(
+        err(Farm::builder().input_capacity(0)),
+        FarmError::ZeroCapacity
+    );
     assert_eq!(
         err(Farm::builder().output_capacity(0)),
         FarmError::ZeroCapacity
@@ -379,7 +382,7 @@ fn stress_more_workers_than_cores() {
                 .workers(workers)
                 .policy(policy)
                 .wait_policy(wait)
-                .capacity(8)
+                .input_capacity(8)
                 .build()
                 .unwrap();
             let mut total = 0usize;
@@ -433,7 +436,7 @@ fn arrs_sends_more_to_a_faster_worker() {
 #[test]
 fn the_policy_is_reported_and_custom_dispatch_objects_run() {
     let f = farm("arrs:chunk=100", 2, None);
-    assert_eq!(f.policy().to_string(), "arrs:chunk=100");
+    assert_eq!(f.policy(), "arrs:chunk=100");
     assert_eq!(f.input_capacity(), None);
     assert_eq!(farm("on-demand", 2, None).input_capacity(), Some(1));
     let mut f = Farm::builder()

@@ -142,6 +142,39 @@ fn a_panic_in_the_body_reaches_the_caller_and_the_pool_stays_usable() {
 }
 
 #[test]
+fn a_panic_in_the_body_of_a_try_form_reaches_the_caller_too() {
+    let pool = pool(3);
+    for schedule in ["static", "dynamic", "guided", "static-steal", "af"] {
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.parallel(0..100u32)
+                .schedule(schedule.parse().unwrap())
+                .try_for_each_chunk(|r| {
+                    if r.contains(&42) {
+                        panic!("chunk with 42");
+                    }
+                })
+        }));
+        let payload = result.expect_err(schedule);
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"chunk with 42"));
+        check_exactly_once(&pool, schedule, 500, None);
+    }
+}
+
+#[test]
+fn code_errors_panic_in_the_plain_forms_with_the_loop_error_message() {
+    let pool = pool(2);
+    let weights = || {
+        pool.parallel(0..100u32)
+            .schedule("wf".parse().unwrap())
+            .weights(vec![1.0; 5])
+    };
+    let typed = weights().try_for_each(|_| {}).unwrap_err().to_string();
+    let payload = panic::catch_unwind(AssertUnwindSafe(|| weights().for_each(|_| {})))
+        .expect_err("weights of the wrong length");
+    assert_eq!(payload.downcast_ref::<String>(), Some(&typed));
+}
+
+#[test]
 fn a_loop_inside_a_loop_runs_inline_and_completes() {
     let pool = pool(3);
     let total = AtomicUsize::new(0);

@@ -127,4 +127,11 @@ fn a_sub_range_writes_only_its_part_and_a_range_past_the_end_is_an_error() {
         .try_for_each_chunk_mut(&mut data, |_, _| panic!("nothing runs"))
         .unwrap_err();
     assert_eq!(err, keel::LoopError::SliceTooShort { end: 101, len: 100 });
+    // The plain form panics with the same message, as slice indexing does.
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.parallel(0..101usize)
+            .for_each_chunk_mut(&mut data, |_, _| panic!("nothing runs"))
+    }))
+    .expect_err("a range past the end panics");
+    assert_eq!(payload.downcast_ref::<String>(), Some(&err.to_string()));
 }

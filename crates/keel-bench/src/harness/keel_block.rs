@@ -101,7 +101,7 @@ fn keel_loop(
             .parallel(0..n)
             .schedule(schedule.clone())
             .id(&id)
-            .for_each(|_| delay(len))?;
+            .try_for_each(|_| delay(len))?;
         chunks += summary.chunks;
     }
     let reps = reps as f64;
@@ -116,7 +116,7 @@ fn keel_empty_loop(pool: &ThreadPool, p: u64, reps: u64) -> Result<f64, LoopErro
         pool.parallel(0..p)
             .schedule(schedule.clone())
             .id("keel-bench/empty")
-            .for_each(|i| {
+            .try_for_each(|i| {
                 black_box(i);
             })?;
     }

@@ -92,7 +92,7 @@ impl<'a> Program<'a> {
                 }
             }
             let started = Instant::now();
-            l.for_each(|i| {
+            l.try_for_each(|i| {
                 black_box(w.run(step, c, i));
             })
             .map_err(|e| CliError::Usage(format!("{}: {e}", self.schedule)))?;

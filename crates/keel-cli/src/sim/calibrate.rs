@@ -71,7 +71,7 @@ fn empty_loop(
         pool.parallel(0..n)
             .schedule(parsed.clone())
             .id(id)
-            .for_each(|i| {
+            .try_for_each(|i| {
                 black_box(i);
             })
             .map(|s| s.t_par)

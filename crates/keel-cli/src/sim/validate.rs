@@ -261,7 +261,7 @@ fn validate_workload(
     pool.parallel(0..w.iterations())
         .schedule(keel::Schedule::from_str("static").map_err(|e| CliError::Usage(e.to_string()))?)
         .id("keel sim validate/warm-up")
-        .for_each(|i| {
+        .try_for_each(|i| {
             black_box(w.run(i));
         })
         .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -285,7 +285,7 @@ fn validate_workload(
                 .schedule(parsed[k].clone())
                 .id(ids[k].clone())
                 .workload(&hints)
-                .for_each(|i| {
+                .try_for_each(|i| {
                     black_box(w.run(i));
                 })
                 .map_err(|e| CliError::Usage(format!("{schedule}: {e}")))?;

@@ -25,8 +25,8 @@ impl FarmBuilder {
 
     /// The dispatch policy as a spec (`rr`, `arrs:chunk=300`, `on-demand`,
     /// ...; default `rr`).
-    pub fn policy(mut self, spec: &str) -> Self {
-        self.policy = Some(spec.to_string());
+    pub fn policy(mut self, spec: impl Into<String>) -> Self {
+        self.policy = Some(spec.into());
         self
     }
 
@@ -38,13 +38,13 @@ impl FarmBuilder {
 
     /// Bounds every input queue at `capacity` items (default unbounded,
     /// as in the paper; `on-demand` sets its own).
-    pub fn capacity(mut self, capacity: usize) -> Self {
+    pub fn input_capacity(mut self, capacity: usize) -> Self {
         self.capacity = Some(capacity);
         self
     }
 
     /// Bounds every worker's output queue to the collector (default: the
-    /// input capacity given to [`Self::capacity`], else unbounded).
+    /// input capacity given to [`Self::input_capacity`], else unbounded).
     pub fn output_capacity(mut self, capacity: usize) -> Self {
         self.output_capacity = Some(capacity);
         self
@@ -94,6 +94,7 @@ impl FarmBuilder {
         };
         let mut farm = Farm {
             workers,
+            policy_spec: String::new(),
             capacity: self.capacity,
             output_capacity: self.output_capacity.or(self.capacity),
             dispatch,
@@ -106,6 +107,7 @@ impl FarmBuilder {
         // Validates the policy against this farm now rather than at run.
         let config = FarmConfig::new(workers, farm.input_capacity())?;
         farm.dispatch.start(&config)?;
+        farm.policy_spec = farm.dispatch.spec().to_string();
         Ok(farm)
     }
 }

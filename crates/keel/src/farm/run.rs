@@ -18,6 +18,8 @@ use super::{Dispatch, FarmBuilder, FarmConfig, FarmError, FarmReport, Feedback, 
 #[derive(Debug)]
 pub struct Farm {
     pub(super) workers: usize,
+    /// The policy's canonical spec, as [`Farm::policy`] gives it.
+    pub(super) policy_spec: String,
     pub(super) capacity: Option<usize>,
     pub(super) output_capacity: Option<usize>,
     pub(super) dispatch: Box<dyn Dispatch>,
@@ -36,9 +38,9 @@ impl Farm {
         self.workers
     }
 
-    /// The policy's spec.
-    pub fn policy(&self) -> keel_policy::Spec {
-        self.dispatch.spec()
+    /// The dispatch policy's canonical spec (`arrs:chunk=100`, …).
+    pub fn policy(&self) -> &str {
+        &self.policy_spec
     }
 
     /// Capacity of the input queues (`None` = unbounded).

@@ -111,7 +111,7 @@ impl Potential for TaskWorker<'_> {
         body: &(dyn Fn(usize) + Sync),
     ) -> TaskSummary {
         match chunks {
-            Some(chunks) => self.for_each_chunked(range, chunks, body),
+            Some(chunks) => self.for_each_with_chunks(range, chunks, body),
             None => self.for_each(range, body),
         }
     }
@@ -151,7 +151,7 @@ impl StepContext<'_> {
     }
 
     /// As [`StepContext::for_each`], cut into `chunks` chunks.
-    pub fn for_each_chunked(
+    pub fn for_each_with_chunks(
         &self,
         range: Range<usize>,
         chunks: usize,
@@ -340,6 +340,7 @@ impl ObjectsBuilder {
             policy_spec: policy.spec().to_string(),
             policy,
             period: self.period,
+            stealing_spec: tasks.expose().spec(),
             tasks,
             step: 0,
             pu_background: vec![0.0; pus],
@@ -358,6 +359,7 @@ pub struct Objects<'p, T> {
     policy: Box<dyn MappingPolicy>,
     policy_spec: String,
     period: Option<usize>,
+    stealing_spec: String,
     tasks: Tasks,
     step: usize,
     /// Each PU's background seconds since the last remap.
@@ -410,14 +412,14 @@ impl<'p, T: Object> Objects<'p, T> {
         &self.placement
     }
 
-    /// The remap policy's canonical spec.
+    /// The remap policy's canonical spec (`greedy`, …).
     pub fn policy(&self) -> &str {
         &self.policy_spec
     }
 
-    /// The exposure policy's spec.
-    pub fn stealing(&self) -> String {
-        self.tasks.expose().spec()
+    /// The exposure policy's canonical spec.
+    pub fn stealing(&self) -> &str {
+        &self.stealing_spec
     }
 
     /// Which PUs may run objects.
@@ -566,7 +568,7 @@ impl<'p, T: Object> Objects<'p, T> {
                         pu,
                         worker: &worker,
                     };
-                    let before = worker.counters();
+                    let before = worker.stats();
                     let t0 = Instant::now();
                     e.object.step(&ctx);
                     let dt = t0.elapsed().as_secs_f64();
@@ -576,7 +578,7 @@ impl<'p, T: Object> Objects<'p, T> {
                     // is theirs), plus what the thieves spent on its chunks.
                     // Without this, stealing hides a hot object's load from
                     // the next remap.
-                    let w = worker.counters().since(&before);
+                    let w = worker.stats().since(&before);
                     let work = (dt - w.waited_s).max(0.0) + w.lent_s;
                     e.load += work;
                     e.last = work;

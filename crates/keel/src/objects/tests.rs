@@ -234,7 +234,7 @@ fn panics_in_a_step_or_a_potential_task_reach_the_caller() {
             if fire && !self.in_task {
                 panic!("step failed");
             }
-            ctx.for_each_chunked(0..64, 16, |i| {
+            ctx.for_each_with_chunks(0..64, 16, |i| {
                 spin(2_000);
                 if fire && i == 50 {
                     panic!("task failed");

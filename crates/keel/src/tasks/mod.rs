@@ -293,8 +293,9 @@ impl<'t> TaskWorker<'t> {
     }
 
     /// This worker's counters so far (a snapshot: subtract two with
-    /// [`WorkerStats::since`] to attribute work to what ran in between).
-    pub fn counters(&self) -> WorkerStats {
+    /// [`WorkerStats::since`] to attribute work to what ran in between);
+    /// the same counters as [`Tasks::stats`] gives for every worker.
+    pub fn stats(&self) -> WorkerStats {
         self.home.borrow().stats
     }
 
@@ -304,12 +305,14 @@ impl<'t> TaskWorker<'t> {
     /// after all chunks finished or were cancelled.
     pub fn for_each(&self, range: Range<usize>, body: impl Fn(usize) + Sync) -> TaskSummary {
         let chunks = DEFAULT_CHUNKS_PER_WORKER * self.tasks.workers();
-        self.for_each_chunked(range, chunks, body)
+        self.for_each_with_chunks(range, chunks, body)
     }
 
     /// As [`TaskWorker::for_each`], cut into `chunks` chunks (clamped to
-    /// `1..=min(len, MAX_CHUNKS)`).
-    pub fn for_each_chunked(
+    /// `1..=min(len, MAX_CHUNKS)`): `with_` sets a parameter, as in rayon's
+    /// `with_min_len`; the body still runs per index (a loop's
+    /// `for_each_chunk` is the form whose body runs per chunk).
+    pub fn for_each_with_chunks(
         &self,
         range: Range<usize>,
         chunks: usize,

@@ -30,7 +30,7 @@ fn stress(threads: usize, expose: &str, rounds: usize) -> WorkerStats {
             for (k, &n) in sizes.iter().enumerate() {
                 let cells = &hits[team.index * sizes.len() + k];
                 let chunks = 1 + (round + k) % 11;
-                let s = worker.for_each_chunked(0..n, chunks, |i| {
+                let s = worker.for_each_with_chunks(0..n, chunks, |i| {
                     // Uneven work so that thieves find chunks to take.
                     if (i + team.index).is_multiple_of(5) {
                         std::hint::black_box((0..200).sum::<u64>());
@@ -81,7 +81,7 @@ fn one_owner_and_many_thieves_share_a_long_task() {
     pool.region(|team| {
         let worker = tasks.worker(team.index);
         if team.index == 0 {
-            let s = worker.for_each_chunked(0..hits.len(), MAX_CHUNKS, |i| {
+            let s = worker.for_each_with_chunks(0..hits.len(), MAX_CHUNKS, |i| {
                 std::hint::black_box((0..500).sum::<u64>());
                 hits[i].fetch_add(1, Ordering::Relaxed);
             });
@@ -124,7 +124,7 @@ fn a_lone_owner_pops_back_its_exposed_chunks() {
     let tasks = Tasks::new(2, "all").unwrap();
     let worker = tasks.worker(1);
     let sum = AtomicUsize::new(0);
-    let s = worker.for_each_chunked(0..100, 10, |i| {
+    let s = worker.for_each_with_chunks(0..100, 10, |i| {
         sum.fetch_add(i, Ordering::Relaxed);
     });
     assert_eq!(sum.into_inner(), 4950);
@@ -145,7 +145,7 @@ fn a_panic_in_a_chunk_reaches_the_owner_and_the_pool_stays_usable() {
                 // `keel::objects` does, so that thieves stop.
                 let owned = panic::catch_unwind(AssertUnwindSafe(|| {
                     if team.index == 0 {
-                        worker.for_each_chunked(0..640, 64, |i| {
+                        worker.for_each_with_chunks(0..640, 64, |i| {
                             std::hint::black_box((0..300).sum::<u64>());
                             if i == 600 {
                                 panic!("chunk failed");
