@@ -1,18 +1,21 @@
-//! Over-decomposed objects, remapped by measured load with `greedy`, with
-//! work stealing inside steps.
+//! Over-decomposed objects, remapped by measured load with the policy from
+//! `KEEL_LB` (default `greedy`), with work stealing inside steps.
 //!
 //! Sixty-four objects, far more than the two PUs, each own some state and
 //! do work in every step; their costs differ (object `k` costs about `k`
 //! units), so the initial `block` placement puts most of the work on the
 //! last PU. Keel measures each object's time, and every `PERIOD` steps the
-//! `greedy` policy (LPT on the measured loads, Charm++'s GreedyLB) maps the
-//! objects afresh; their state moves with them. Inside a step each object
+//! mapping policy maps the objects afresh; their state moves with them. The
+//! policy is `KEEL_LB`'s spec (`KEEL_LB=refine cargo run ...`), else
+//! `greedy` (LPT on the measured loads, Charm++'s GreedyLB); a spec that
+//! does not build stops the example with the policy error. Inside a step each object
 //! runs its work as a potential task (`StepContext::for_each`) that an idle
 //! PU may steal chunks of (`history-idle` exposure).
 //!
 //! Run with `cargo run -p keel --example objects`.
 
 use std::hint::black_box;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use keel::objects::{Object, Objects, StepContext};
@@ -45,12 +48,22 @@ impl Object for Cell {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("objects example: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let pool = keel::ThreadPool::builder().threads(2).build()?;
     let cells: Vec<Cell> = (0..OBJECTS).map(|id| Cell { id, value: 1 }).collect();
+    // No `.policy(..)`: the remap policy comes from `KEEL_LB`, else `greedy`.
     let mut run = Objects::builder()
         .initial("block")
-        .policy("greedy")
         .period(PERIOD)
         .stealing("history-idle")
         .build(&pool, cells)?;
