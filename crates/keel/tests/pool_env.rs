@@ -1,6 +1,7 @@
 //! A hostile `KEEL_NUM_THREADS` is a typed error naming the limit, never an
-//! attempt to start that many threads. One test in this file, so setting
-//! the variable races with nothing else in the process.
+//! attempt to start that many threads; one that does not parse is the
+//! default for `build` and a typed error for `try_env`. One test in this
+//! file, so setting the variable races with nothing else in the process.
 
 use keel::pool::{PoolError, MAX_THREADS};
 
@@ -17,5 +18,39 @@ fn a_huge_thread_count_from_the_environment_is_refused_naming_the_limit() {
     }
     std::env::set_var("KEEL_NUM_THREADS", "2");
     assert_eq!(keel::ThreadPool::builder().build().unwrap().threads(), 2);
+    assert_eq!(
+        keel::ThreadPool::builder()
+            .try_env()
+            .unwrap()
+            .build()
+            .unwrap()
+            .threads(),
+        2
+    );
+    std::env::set_var("KEEL_NUM_THREADS", "abc");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        keel::ThreadPool::builder().build().unwrap().threads(),
+        cores
+    );
+    assert_eq!(
+        keel::ThreadPool::builder().try_env().unwrap_err(),
+        PoolError::BadEnv {
+            var: "KEEL_NUM_THREADS",
+            value: "abc".to_string(),
+            expected: "a positive integer",
+        }
+    );
+    // A choice made in code is not overridden by the environment.
+    assert_eq!(
+        keel::ThreadPool::builder()
+            .threads(3)
+            .try_env()
+            .unwrap()
+            .build()
+            .unwrap()
+            .threads(),
+        3
+    );
     std::env::remove_var("KEEL_NUM_THREADS");
 }

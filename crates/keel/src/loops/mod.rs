@@ -67,10 +67,12 @@ pub use record::{
 };
 pub use schedule::{Schedule, ScheduleError};
 
-/// Why a loop did not run. No iteration has run when one is returned.
+/// Why a loop did not run, as the `try_` forms return it. No iteration
+/// has run when one is returned.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LoopError {
-    /// More than `u64::MAX` iterations.
+    /// More than `u64::MAX` iterations: only a `u128` or `i128` range can
+    /// be that long (every other [`LoopIndex`] spans at most `u64::MAX`).
     #[error("loop range of {len} iterations is longer than 2^64 - 1")]
     RangeTooLong {
         /// The length, printed.
