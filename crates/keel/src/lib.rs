@@ -66,6 +66,12 @@ pub mod tasks;
 mod trace;
 mod warn;
 
+// The README's Rust examples are compiled and run as doc tests, so the
+// first code a new user copies always builds.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
+
 pub use enact::{enact, measured_context, EnactError, Measured};
 pub use keel_policy as policy;
 pub use loops::{
