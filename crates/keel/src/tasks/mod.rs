@@ -518,5 +518,5 @@ fn backoff(failed: u32) -> u32 {
     failed.wrapping_add(1)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -1,0 +1,87 @@
+//! Loom models of the pool's fork/join protocol (`README.md` beside this
+//! file), run on the shipped pool: a real [`ThreadPool`] built by the
+//! crate's builder, compiled against loom through the crate's `sync`
+//! facade. Each model runs two regions whose participants write their own
+//! cell, which the caller reads after the join, then drops the pool (the
+//! shutdown epoch). Loom fails a model on a data race over the job pointer
+//! or a participant's cell (broken publication or join), or when every
+//! thread is parked (a lost wake-up: a worker that misses its epoch, or a
+//! caller that misses the last worker).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! --lib --release loom` (the two-worker models do not finish unbounded).
+
+use super::{ThreadPool, WaitPolicy};
+use crate::sync::UnsafeCell;
+
+/// One cell per participant, written by that participant in a region and
+/// read by the caller after the join.
+struct Cells(Vec<UnsafeCell<u64>>);
+
+// SAFETY: participant `i` alone writes cell `i`, inside a region; the
+// caller reads the cells only after the region's join. Whether the join
+// really orders those accesses is what loom checks: it tracks every access
+// to these cells and fails the model on a race.
+unsafe impl Sync for Cells {}
+
+impl Cells {
+    /// Participant `index`'s cell; a method, so that a region's closure
+    /// captures the whole `Sync` wrapper rather than its inner vector.
+    fn cell(&self, index: usize) -> &UnsafeCell<u64> {
+        &self.0[index]
+    }
+}
+
+const REGIONS: u64 = 2;
+
+/// Builds a pool of `threads` participants with `wait`, runs [`REGIONS`]
+/// regions, checks every participant's write after each join, and drops
+/// the pool.
+fn model(threads: usize, wait: WaitPolicy) {
+    loom::model(move || {
+        // Everything chosen in code: the builder reads no environment
+        // variable and pins nothing.
+        let pool = ThreadPool::builder()
+            .threads(threads)
+            .wait_policy(wait)
+            .pin(false)
+            .build()
+            .expect("a pool of 2 or 3 builds");
+        let cells = Cells((0..threads).map(|_| UnsafeCell::new(0)).collect());
+        for region in 1..=REGIONS {
+            pool.region(|team| {
+                assert_eq!(team.size, threads);
+                let value = region * 10 + team.index as u64;
+                // SAFETY: this participant's own cell (see `Cells`).
+                cells.cell(team.index).with_mut(|cell| unsafe { *cell = value });
+            });
+            for (index, cell) in cells.0.iter().enumerate() {
+                // SAFETY: after the join (see `Cells`).
+                let value = cell.with(|cell| unsafe { *cell });
+                assert_eq!(
+                    value,
+                    region * 10 + index as u64,
+                    "participant {index}'s write is visible after the join"
+                );
+            }
+        }
+        drop(pool);
+    });
+}
+
+#[test]
+fn loom_one_worker_passive_never_loses_a_wake_up() {
+    model(2, WaitPolicy::Passive);
+}
+
+#[test]
+fn loom_two_workers_passive_never_lose_a_wake_up() {
+    model(3, WaitPolicy::Passive);
+}
+
+/// The spinning path before the park: the budget is cut to 2 steps under
+/// loom, each a yield loom explores.
+#[test]
+fn loom_one_worker_spinning_then_parking_never_loses_a_wake_up() {
+    model(2, WaitPolicy::Spins(2));
+}
