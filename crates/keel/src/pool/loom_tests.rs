@@ -53,7 +53,9 @@ fn model(threads: usize, wait: WaitPolicy) {
                 assert_eq!(team.size, threads);
                 let value = region * 10 + team.index as u64;
                 // SAFETY: this participant's own cell (see `Cells`).
-                cells.cell(team.index).with_mut(|cell| unsafe { *cell = value });
+                cells
+                    .cell(team.index)
+                    .with_mut(|cell| unsafe { *cell = value });
             });
             for (index, cell) in cells.0.iter().enumerate() {
                 // SAFETY: after the join (see `Cells`).
