@@ -14,7 +14,7 @@
 //! most 2 preemptions, unless run with `-- --ignored` (see below).
 
 use super::{ThreadPool, WaitPolicy};
-use crate::sync::UnsafeCell;
+use crate::sync::{thread, Arc, UnsafeCell};
 
 /// One cell per participant, written by that participant in a region and
 /// read by the caller after the join.
@@ -104,4 +104,45 @@ fn loom_two_workers_passive_at_the_full_bound() {
 #[test]
 fn loom_one_worker_spinning_then_parking_never_loses_a_wake_up() {
     model(2, WaitPolicy::Spins(2), None);
+}
+
+/// Two outside threads start a region each on one pool of 2: the region
+/// lock serialises them, and each caller sees its own participants' writes
+/// after its join (each caller has its own cells, read after the region
+/// lock is released).
+#[test]
+fn loom_two_callers_are_serialised_and_each_sees_its_region() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(2, |b| b.min(2)));
+    builder.check(|| {
+        let pool = Arc::new(
+            ThreadPool::builder()
+                .threads(2)
+                .wait_policy(WaitPolicy::Passive)
+                .pin(false)
+                .build()
+                .expect("a pool of 2 builds"),
+        );
+        let run = |pool: &ThreadPool, caller: u64| {
+            let cells = Cells((0..2).map(|_| UnsafeCell::new(0)).collect());
+            pool.region(|team| {
+                let value = caller * 10 + team.index as u64;
+                // SAFETY: this participant's own cell (see `Cells`).
+                cells
+                    .cell(team.index)
+                    .with_mut(|cell| unsafe { *cell = value });
+            });
+            for (index, cell) in cells.0.iter().enumerate() {
+                // SAFETY: after the join (see `Cells`).
+                let value = cell.with(|cell| unsafe { *cell });
+                assert_eq!(value, caller * 10 + index as u64);
+            }
+        };
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || run(&pool, 2))
+        };
+        run(&pool, 1);
+        other.join().expect("the other caller finishes");
+    });
 }
