@@ -1,7 +1,7 @@
 //! Loom models of the pool's fork/join protocol (`README.md` beside this
 //! file), run on the shipped pool: a real [`ThreadPool`] built by the
 //! crate's builder, compiled against loom through the crate's `sync`
-//! facade. Each model runs two regions whose participants write their own
+//! facade. The main models run two regions whose participants write their own
 //! cell, which the caller reads after the join, then drops the pool (the
 //! shutdown epoch). Loom fails a model on a data race over the job pointer
 //! or a participant's cell (broken publication or join), or when every
