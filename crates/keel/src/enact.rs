@@ -149,7 +149,7 @@ pub fn measured_context<'a>(
     Ok(ctx)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use keel_policy::mapping;

@@ -62,6 +62,7 @@ pub mod farm;
 pub mod loops;
 pub mod objects;
 pub mod pool;
+mod sync;
 pub mod tasks;
 mod trace;
 mod warn;

@@ -146,7 +146,7 @@ fn escape(text: &str) -> String {
         .collect()
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -16,7 +16,7 @@
 //!   [`QueueView`] over the workers' input queues, and enacts it: push the
 //!   item, push ARRS's markers, or wait for room or for a marker.
 //! - **Workers** are threads of their own (they may outnumber the cores),
-//!   each popping its own [`spsc`] input queue.
+//!   each popping its own single-producer / single-consumer input queue.
 //! - The **collector is not a thread**: the calling thread runs it between
 //!   dispatches, draining one output queue per worker. With
 //!   [`Farm::run_feedback`] the collector may send new items back to the
@@ -29,7 +29,7 @@
 //! - **Waiting.** Every waiting thread (a worker with an empty queue or a
 //!   full output, the emitter with full queues, throttled, or with nothing
 //!   to collect) spins [`DEFAULT_FARM_SPINS`] steps, yielding now and then,
-//!   then parks on its [`Signal`]; no emitter or collector spins on the
+//!   then parks on its signal (a one-word event count); no emitter or collector spins on the
 //!   workers' cores (FastFlow's on-demand farm lost 41–71 % here to that).
 //! - **Panics.** A worker that panics stops the farm: the other workers
 //!   drop what is left, the emitter stops, and the panic is resumed on the
@@ -53,17 +53,20 @@ mod feedback;
 mod run;
 mod shared;
 mod signal;
-pub mod spsc;
-mod sync;
+pub(crate) mod spsc;
 mod worker;
 
+#[cfg(all(loom, test))]
+mod loom_tests;
+
+use crate::sync;
 use keel_policy::farm as policy;
 pub use keel_policy::farm::{Decision, Dispatch, FarmConfig, QueueView};
 
 pub use builder::FarmBuilder;
 pub use feedback::Feedback;
 pub use run::Farm;
-pub use signal::Signal;
+pub(crate) use signal::Signal;
 
 /// Spin steps (each a `spin_loop` hint, every 64th a yield) before a farm
 /// thread parks, under the default wait policy: about a microsecond or

@@ -1,7 +1,7 @@
 //! [`Signal`]: how one farm thread sleeps until another has news for it —
 //! an event count whose whole handshake is one atomic word (the pool's
 //! technique, `pool/README.md`). The protocol is in `README.md` beside this
-//! file, checked by `tests/loom_farm.rs`.
+//! file, checked by the loom models in `loom_tests.rs`.
 
 use super::sync::{pause, thread, AtomicU64, Mutex, Ordering};
 

@@ -5,43 +5,8 @@
 //! and a [`Signal`] on each side for waiting. Written for the farm's hot
 //! path: a push is one slot write, one index store and one notify; a pop is
 //! one slot read and one index store. The protocol and every ordering are
-//! in `README.md` beside this file; `tests/loom_farm.rs` checks them.
-//!
-//! A bounded queue of two items between a producer thread and this one:
-//! a push into a full queue gives the item back, and after
-//! [`Producer::close`] the consumer pops what is left, then [`Pop::Closed`].
-//!
-//! ```
-//! use keel::farm::spsc::{channel, Pop, PushError};
-//! use keel::farm::Signal;
-//! use std::sync::Arc;
-//! let (mut tx, mut rx) = channel::<u32>(Some(2), Arc::new(Signal::new()), Arc::new(Signal::new()));
-//! tx.push(1).unwrap();
-//! tx.push(2).unwrap();
-//! assert_eq!(tx.push(3), Err(PushError::Full(3)));
-//! assert_eq!(rx.pop(), Pop::Item(1));
-//! let producer = std::thread::spawn(move || {
-//!     for i in 3..=100 {
-//!         let mut item = i;
-//!         // Full: keep the item and try again once the consumer made room.
-//!         while let Err(PushError::Full(back)) = tx.push(item) {
-//!             item = back;
-//!             std::thread::yield_now();
-//!         }
-//!     }
-//!     tx.close();
-//! });
-//! let mut received = vec![1];
-//! loop {
-//!     match rx.pop() {
-//!         Pop::Item(i) => received.push(i),
-//!         Pop::Empty => std::thread::yield_now(),
-//!         Pop::Closed => break,
-//!     }
-//! }
-//! producer.join().unwrap();
-//! assert_eq!(received, (1..=100).collect::<Vec<_>>());
-//! ```
+//! in `README.md` beside this file; the loom models in `loom_tests.rs`
+//! check them, and the unit tests below show the API.
 
 use std::cell::Cell;
 use std::fmt;
@@ -284,11 +249,6 @@ impl<T> Producer<T> {
         (self.tail - head) as usize
     }
 
-    /// Whether the queue is empty now.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Whether a push would find room: free for an unbounded queue; one
     /// index load for a bounded one only when the cached head says full.
     #[inline]
@@ -406,11 +366,6 @@ impl<T> Producer<T> {
         self.q.closed.store(true, Ordering::Release);
         self.q.consumer_signal.notify();
     }
-
-    /// Whether the consumer has gone.
-    pub fn is_disconnected(&self) -> bool {
-        self.q.disconnected.load(Ordering::Acquire)
-    }
 }
 
 impl<T> Drop for Producer<T> {
@@ -505,5 +460,45 @@ impl<T> Drop for Consumer<T> {
         // The queue's drop needs our head: it is already in `head`.
         self.q.disconnected.store(true, Ordering::Release);
         self.q.producer_signal.notify();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A bounded queue of two items between a producer thread and this
+    /// one: a push into a full queue gives the item back, and after
+    /// [`Producer::close`] the consumer pops what is left, then
+    /// [`Pop::Closed`].
+    #[test]
+    fn bounded_queue_hands_items_over_in_order_then_closes() {
+        let (mut tx, mut rx) =
+            channel::<u32>(Some(2), Arc::new(Signal::new()), Arc::new(Signal::new()));
+        tx.push(1).unwrap();
+        tx.push(2).unwrap();
+        assert_eq!(tx.push(3), Err(PushError::Full(3)));
+        assert_eq!(rx.pop(), Pop::Item(1));
+        let producer = std::thread::spawn(move || {
+            for i in 3..=100 {
+                let mut item = i;
+                // Full: keep the item and try again once the consumer made room.
+                while let Err(PushError::Full(back)) = tx.push(item) {
+                    item = back;
+                    std::thread::yield_now();
+                }
+            }
+            tx.close();
+        });
+        let mut received = vec![1];
+        loop {
+            match rx.pop() {
+                Pop::Item(i) => received.push(i),
+                Pop::Empty => std::thread::yield_now(),
+                Pop::Closed => break,
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(received, (1..=100).collect::<Vec<_>>());
     }
 }

@@ -297,7 +297,7 @@ pub(crate) fn lock(m: &std::sync::Mutex<Range<u64>>) -> std::sync::MutexGuard<'_
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::ProfileSums;
 

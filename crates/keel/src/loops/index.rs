@@ -45,7 +45,7 @@ loop_index!(
     i8 => u128, i16 => u128, i32 => u128, i64 => u128, isize => u128, i128 => u128,
 );
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

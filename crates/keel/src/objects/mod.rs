@@ -629,5 +629,5 @@ impl<'p, T: Object> Objects<'p, T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -30,13 +30,19 @@
 //! ```
 
 mod env;
+#[cfg(all(loom, test))]
+mod loom_tests;
 
 use std::any::Any;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::thread::{self, JoinHandle, Thread};
+use std::sync::OnceLock;
+
+// Every word, lock, cell and thread operation of the fork/join protocol comes
+// from the facade, so that the loom models check this code (`loom_tests.rs`).
+use crate::sync::thread::{self, JoinHandle, Thread};
+use crate::sync::{hint, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{spin_budget, UnsafeCell};
 
 use crossbeam_utils::CachePadded;
 
@@ -63,12 +69,22 @@ const CALLER_SLEEPS: usize = 1;
 /// A region's closure, type-erased. Called with the participant index.
 type Job<'a> = dyn Fn(usize) + Sync + 'a;
 
+#[cfg(not(loom))]
 thread_local! {
     /// Id of the pool whose region this thread is running in (0 = none).
     static IN_POOL: Cell<usize> = const { Cell::new(0) };
 }
+// Loom runs every modelled thread on one OS thread, so a `std` thread-local
+// would be shared between them; loom's own is per modelled thread.
+#[cfg(loom)]
+loom::thread_local! {
+    /// Id of the pool whose region this thread is running in (0 = none).
+    static IN_POOL: Cell<usize> = Cell::new(0);
+}
 
-static NEXT_POOL_ID: AtomicUsize = AtomicUsize::new(1);
+/// Not part of the protocol (ids only tell pools apart), so `std`'s even
+/// under loom, whose atomics cannot live in a `static`.
+static NEXT_POOL_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
 /// Participant `index` of a region of `size` participants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,12 +194,14 @@ impl PoolBuilder {
 
     /// Builds the pool; choices not made in code come from `KEEL_NUM_THREADS`,
     /// `KEEL_WAIT_POLICY` and `KEEL_PIN`, else the available cores, a bounded
-    /// spin and no pinning. A malformed variable is a typed error.
+    /// spin and no pinning. A malformed variable warns once on stderr and
+    /// its default is used, as libgomp does; [`PoolBuilder::try_env`] is the
+    /// form that returns it as a typed error.
     pub fn build(self) -> Result<ThreadPool, PoolError> {
         let threads = match self.threads {
             Some(t) => t,
             None => env::threads()?
-                .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get())),
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         };
         if threads == 0 {
             return Err(PoolError::ZeroThreads);
@@ -211,9 +229,9 @@ impl ThreadPool {
 
     fn start(threads: usize, spins: u32, pin: bool) -> Result<Self, PoolError> {
         let shared = Arc::new(Shared {
-            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            id: NEXT_POOL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             threads,
-            spins,
+            spins: spin_budget(spins),
             fork: CachePadded::new(Fork {
                 state: AtomicU64::new(0),
                 job: UnsafeCell::new(None),
@@ -228,7 +246,9 @@ impl ThreadPool {
             }),
             panic: Mutex::new(None),
         });
-        let cores = if pin {
+        // Loom runs every modelled thread on the test's OS thread, so pinning
+        // one would pin them all: under loom the pool never pins.
+        let cores = if pin && !cfg!(loom) {
             core_affinity::get_core_ids().unwrap_or_default()
         } else {
             Vec::new()
@@ -331,9 +351,10 @@ impl ThreadPool {
             unsafe { std::mem::transmute::<&Job<'_>, &Job<'static>>(job_ref) };
         // SAFETY: we hold `region`; workers are all waiting for the next
         // epoch, so nobody reads `job` now (README: Fork).
-        unsafe {
-            *shared.fork.job.get() = Some(job_ptr);
-        }
+        shared
+            .fork
+            .job
+            .with_mut(|job| unsafe { *job = Some(job_ptr) });
         shared.join.store(2 * (size - 1), Ordering::Relaxed);
         // Publishes job and join (Release), and tells whether any worker
         // announced sleep before this epoch: one word, so a worker either
@@ -430,7 +451,8 @@ fn pause(spins: u32) {
     if spins.is_multiple_of(YIELD_EVERY) {
         thread::yield_now();
     } else {
-        std::hint::spin_loop();
+        // Under loom this yields to the other modelled threads.
+        hint::spin_loop();
     }
 }
 
@@ -445,7 +467,11 @@ fn worker_main(shared: &Shared, index: usize) {
         }
         // SAFETY: the new epoch published `job` (README: Fork); the caller
         // keeps the closure alive until we decrement `join` below.
-        let job = unsafe { (*shared.fork.job.get()).expect("a published region has a job") };
+        let job = shared
+            .fork
+            .job
+            .with(|job| unsafe { *job })
+            .expect("a published region has a job");
         // SAFETY: as above; `job` points to the caller's live closure.
         unsafe { (*job)(index) };
         if shared.join.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
@@ -493,7 +519,7 @@ pub fn global() -> Result<&'static ThreadPool, PoolError> {
         .map_err(Clone::clone)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;

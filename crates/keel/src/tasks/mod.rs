@@ -521,5 +521,5 @@ fn backoff(failed: u32) -> u32 {
     failed.wrapping_add(1)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

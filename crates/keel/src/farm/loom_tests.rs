@@ -1,22 +1,19 @@
-//! Loom models of the farm's queue and signal (the farm module's `README.md`): the
-//! shipped `keel::farm::spsc` and `keel::farm::Signal`, compiled against
-//! loom's atomics through the farm's `sync.rs` facade, with blocks of 2 slots so
-//! that every model crosses block boundaries and recycles a block. Loom
-//! fails a model on a data race over a slot (broken publication), on a
-//! lost wake-up (every thread parked), or on a leaked allocation.
+//! Loom models of the farm's queue and signal (`README.md` beside this
+//! file): the shipped `spsc` and `Signal`, compiled against loom's atomics
+//! through the crate's `sync` facade, with blocks of 2 slots so that every
+//! model crosses block boundaries and recycles a block. Loom fails a model
+//! on a data race over a slot (broken publication), on a lost wake-up
+//! (every thread parked), or on a leaked allocation.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel --test
-//! loom_farm --release`.
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! --lib --release loom`.
 
-use keel::farm::spsc::{channel, Pop, PushError};
-use keel::farm::Signal;
-use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::Arc;
-use loom::thread;
+use super::spsc::{channel, Consumer, Pop, PushError};
+use super::Signal;
+use crate::sync::{thread, Arc, AtomicUsize, Ordering};
 
 /// Pops until the end of stream, waiting on `signal` when empty.
-fn drain<T>(rx: &mut keel::farm::spsc::Consumer<T>, signal: &Signal) -> Vec<T> {
+fn drain<T>(rx: &mut Consumer<T>, signal: &Signal) -> Vec<T> {
     let mut got = Vec::new();
     loop {
         let key = signal.key();
