@@ -64,7 +64,7 @@ pub mod objects;
 pub mod pool;
 mod sync;
 pub mod tasks;
-mod trace;
+pub mod trace;
 mod warn;
 
 // The README's Rust examples are compiled and run as doc tests, so the

@@ -31,7 +31,7 @@ use crossbeam_utils::CachePadded;
 use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
 
 use super::{Board, Slot};
-use crate::trace::{self, ChunkEvent};
+use crate::trace::{self, ChunkEvent, LoopLabel};
 
 /// Counters shared by one loop instance, on the caller's stack.
 pub(crate) struct Shared {
@@ -65,8 +65,8 @@ pub(crate) struct Instance<'a, 'p> {
     pub(crate) board: Board<'a>,
     /// The fork, from which start and finish times are measured.
     pub(crate) t0: Instant,
-    /// The schedule's spec, for the trace.
-    pub(crate) name: &'a str,
+    /// How the trace names this instance's chunks; `None` when off.
+    pub(crate) trace: Option<&'a LoopLabel>,
     /// Time every chunk for the iteration profile (the schedule reads one).
     pub(crate) profile: bool,
     pub(crate) shared: Shared,
@@ -84,7 +84,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         ref shared,
         ref board,
         t0,
-        name,
+        trace: label,
         profile,
         body,
     } = *instance;
@@ -96,7 +96,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     } else {
         t0.elapsed().as_secs_f64()
     };
-    let tracer = trace::tracer();
+    let tracer = label.and_then(|label| Some((trace::tracer()?, label)));
     let mut runner = Runner {
         me,
         plan,
@@ -171,8 +171,8 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         Claim::Steal => runner.steal_loop(board),
     }
     let finish = t0.elapsed().as_secs_f64();
-    if let (Some(tracer), Some(events)) = (tracer, &runner.events) {
-        tracer.write(name, me, events);
+    if let (Some((tracer, label)), Some(events)) = (tracer, &runner.events) {
+        tracer.write_loop(label, me, events);
     }
     if let Some(sums) = runner.profile {
         for (word, bits) in slot.profile.iter().zip(sums.to_bits()) {

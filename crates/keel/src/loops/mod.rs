@@ -349,23 +349,27 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 *claim::lock(&slot.steal) = plan.home_range(i);
             }
         }
-        // The trace names each instance by its schedule, and under `auto` by
-        // the method's choice and why it made it.
-        let traced_name;
-        let name: &str = match (&selected, trace::tracer()) {
-            (Some(sel), Some(_)) => {
-                traced_name = format!("{} → {} ({})", sel.method, parsed.canonical, sel.phase);
-                &traced_name
+        // The trace names each instance by its loop id and schedule, and
+        // under `auto` by the method's choice and why it made it.
+        let label = trace::tracer().map(|_| {
+            let schedule = match &selected {
+                Some(sel) => format!("{} → {} ({})", sel.method, parsed.canonical, sel.phase),
+                None => parsed.canonical.clone(),
+            };
+            let id = self.id.to_string();
+            trace::LoopLabel {
+                name: format!("{id} [{schedule}]"),
+                schedule,
+                id,
             }
-            _ => &parsed.canonical,
-        };
+        });
         let instance = claim::Instance {
             plan,
             n: iterations,
             shared: claim::Shared::new(),
             board: Board { slots },
             t0: Instant::now(),
-            name,
+            trace: label.as_ref(),
             profile: profiled,
             body,
         };
