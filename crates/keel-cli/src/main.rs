@@ -31,6 +31,8 @@ use crate::error::CliError;
 const FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
+    // Completes a KEEL_TRACE file on every return (no path calls `exit`).
+    let _trace = keel::trace::FinishGuard::new();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

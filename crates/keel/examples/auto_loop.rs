@@ -31,6 +31,8 @@ fn work(i: u32) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Under KEEL_TRACE, completes the trace file on every return.
+    let _trace = keel::trace::FinishGuard::new();
     let pool = keel::ThreadPool::builder().threads(2).build()?;
     let auto: keel::Schedule = "auto".parse()?;
     let mut t_par = 0.0;

@@ -27,6 +27,8 @@ fn process(item: u64) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Under KEEL_TRACE, completes the trace file on every return.
+    let _trace = keel::trace::FinishGuard::new();
     let mut farm = Farm::builder().workers(2).policy("arrs").build()?;
     let mut checksum = 0u64;
     let report = farm.run_collect(

@@ -49,6 +49,8 @@ impl Object for Cell {
 }
 
 fn main() -> ExitCode {
+    // Under KEEL_TRACE, completes the trace file on every return.
+    let _trace = keel::trace::FinishGuard::new();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

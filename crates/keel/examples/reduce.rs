@@ -20,6 +20,8 @@ use keel::{LoopError, ThreadPool};
 const N: usize = 1_000_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Under KEEL_TRACE, completes the trace file on every return.
+    let _trace = keel::trace::FinishGuard::new();
     let pool = ThreadPool::builder().build()?;
     let mut x = vec![0.0f64; N];
     let filled = pool

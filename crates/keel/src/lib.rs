@@ -37,9 +37,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! `KEEL_TRACE=file.json` writes every chunk of every loop as a Chrome /
-//! Perfetto trace event (open the file at `ui.perfetto.dev`). The variable
-//! is read once, when the first loop of the process starts:
+//! `KEEL_TRACE=file.json` writes every chunk of every loop, every farm
+//! item and every object step as a Chrome / Perfetto trace (open the file
+//! at `ui.perfetto.dev`); [`trace::finish`] completes the file. The
+//! variable is read once, when the first loop, farm or objects step of the
+//! process starts:
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,13 +51,17 @@
 //! let pool = keel::ThreadPool::builder().threads(2).build()?;
 //! pool.parallel(0..100u32)
 //!     .schedule("static".parse()?)
+//!     .id("sweep")
 //!     .for_each(|_| {});
+//! keel::trace::finish();
 //! let trace = std::fs::read_to_string(&path)?;
-//! assert!(trace.starts_with('['));
-//! // One complete event ("ph":"X") per chunk, named by the schedule.
-//! assert!(trace.contains(r#""name":"static","cat":"loop","ph":"X""#));
+//! assert!(trace.starts_with(r#"{"traceEvents":["#));
+//! // One complete event ("ph":"X") per chunk, named by loop and schedule.
+//! assert!(trace.contains(r#""name":"sweep [static]","cat":"loop","ph":"X""#));
 //! # Ok(()) }
 //! ```
+//!
+//! - [`trace`]: the `KEEL_TRACE` file and [`trace::finish`].
 
 mod enact;
 pub mod farm;

@@ -10,6 +10,7 @@ use super::spsc::{Consumer, Pop, Producer};
 use super::sync;
 use super::{Decision, Dispatch, FarmReport, Feedback, QueueView};
 use super::{COLLECT_BATCH, DISPATCH_BATCH, MARKER_SPIN};
+use crate::trace::{Span, What};
 
 /// The policy's window on the input queues.
 struct View<'a, T, I> {
@@ -58,6 +59,8 @@ pub(super) struct Emitter<'a, T, R> {
     pub(super) spins: u32,
     pub(super) feedback: bool,
     pub(super) report: &'a mut FarmReport,
+    /// The emitter's waits, only when `KEEL_TRACE` is on.
+    pub(super) waits: Option<Vec<Span>>,
 }
 
 /// The calling thread's loop: collect, dispatch, end the stream, wait.
@@ -213,7 +216,18 @@ where
                 }
             }
             e.report.emitter_waits += 1;
-            shared.master.wait(key, e.spins);
+            match &mut e.waits {
+                None => shared.master.wait(key, e.spins),
+                Some(waits) => {
+                    let start = Instant::now();
+                    shared.master.wait(key, e.spins);
+                    waits.push(Span {
+                        start,
+                        end: Instant::now(),
+                        what: What::EmitterWait,
+                    });
+                }
+            }
         }
     }
 }

@@ -181,19 +181,21 @@ impl Farm {
                 }
             }
             let _guard = AbortOnUnwind(&shared);
-            emit(
-                &mut Emitter {
-                    shared: &shared,
-                    dispatch: dispatch.as_mut(),
-                    inputs: &mut inputs,
-                    outputs: &mut outputs,
-                    spins,
-                    feedback,
-                    report: &mut report,
-                },
-                source,
-                collect.as_mut(),
-            );
+            let tracer = crate::trace::tracer();
+            let mut emitter = Emitter {
+                shared: &shared,
+                dispatch: dispatch.as_mut(),
+                inputs: &mut inputs,
+                outputs: &mut outputs,
+                spins,
+                feedback,
+                report: &mut report,
+                waits: tracer.map(|_| Vec::new()),
+            };
+            emit(&mut emitter, source, collect.as_mut());
+            if let (Some(tracer), Some(waits)) = (tracer, &emitter.waits) {
+                tracer.write(crate::trace::Track::FarmEmitter, waits);
+            }
             // End every queue now, so that workers still waiting leave.
             drop(std::mem::take(&mut inputs));
             drop(std::mem::take(&mut outputs));

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use super::shared::{Msg, Shared};
 use super::spsc::{Consumer, Pop, Producer, PushError};
 use super::{Worker, RESULT_NOTIFY_BATCH};
+use crate::trace::{self, Span, Track, What};
 
 /// A worker's loop: pop, run, pass the result on; markers are reported;
 /// an empty queue is waited for; a closed one ends the worker.
@@ -22,6 +23,9 @@ pub(super) fn worker_main<T, R, F>(
     let slot = &shared.slots[me.index];
     let mut processed = 0u64;
     let mut unnotified = 0u32;
+    let tracer = trace::tracer();
+    // Items run, only when `KEEL_TRACE` is on.
+    let mut events: Option<Vec<Span>> = tracer.map(|_| Vec::new());
     let result = panic::catch_unwind(AssertUnwindSafe(|| loop {
         // The signal is read only when the queue looks empty, so a busy
         // worker touches nothing the emitter writes but the queue itself.
@@ -50,7 +54,23 @@ pub(super) fn worker_main<T, R, F>(
                 if shared.abort.load(Ordering::Relaxed) {
                     return;
                 }
-                let mut result = work(me, item);
+                let mut result = match (&mut events, tracer) {
+                    (Some(events), Some(tracer)) => {
+                        let start = std::time::Instant::now();
+                        let result = work(me, item);
+                        events.push(Span {
+                            start,
+                            end: std::time::Instant::now(),
+                            what: What::Item { n: processed },
+                        });
+                        if events.len() == trace::FLUSH_EVERY {
+                            tracer.write(Track::FarmWorker(me.index), events);
+                            events.clear();
+                        }
+                        result
+                    }
+                    _ => work(me, item),
+                };
                 processed += 1;
                 let Some(out) = output.as_mut() else {
                     continue;
@@ -101,6 +121,9 @@ pub(super) fn worker_main<T, R, F>(
         }
     }));
     slot.processed.store(processed, Ordering::Relaxed);
+    if let (Some(tracer), Some(events)) = (tracer, &events) {
+        tracer.write(Track::FarmWorker(me.index), events);
+    }
     if let Err(payload) = result {
         shared.fail(payload);
     }

@@ -62,6 +62,7 @@ pub use report::{Rebalance, RunReport, StepReport};
 
 use crate::pool::ThreadPool;
 use crate::tasks::{TaskSummary, TaskWorker, Tasks, WorkerStats};
+use crate::trace::What;
 
 /// The environment variable naming the mapping policy for objects
 /// (`docs/conventions.md#environment-variables`), read when the code names
@@ -569,8 +570,16 @@ impl<'p, T: Object> Objects<'p, T> {
                         worker: &worker,
                     };
                     let before = worker.stats();
+                    worker.trace_object(step, e.id);
                     let t0 = Instant::now();
                     e.object.step(&ctx);
+                    worker.trace_span(
+                        t0,
+                        What::Object {
+                            step: step as u64,
+                            object: e.id as u64,
+                        },
+                    );
                     let dt = t0.elapsed().as_secs_f64();
                     objects_s += dt;
                     // The object's work wherever it ran: its wall time here

@@ -11,9 +11,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+/// Whose potential task this is, for the trace: the object's step and id
+/// (0 and 0 outside `keel::objects`) and the owner's worker index.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Tag {
+    pub(super) step: u64,
+    pub(super) object: u64,
+    pub(super) owner: usize,
+}
+
 /// One potential task, shared by its exposed chunks.
 pub(super) struct TaskDesc<'a> {
     body: &'a (dyn Fn(usize) + Sync),
+    tag: Tag,
     /// Exposed chunks not yet finished; the owner leaves when it is 0.
     remaining: AtomicUsize,
     /// Exposed chunks run by thieves.
@@ -26,9 +36,10 @@ pub(super) struct TaskDesc<'a> {
 }
 
 impl<'a> TaskDesc<'a> {
-    pub(super) fn new(body: &'a (dyn Fn(usize) + Sync), exposed: usize) -> Self {
+    pub(super) fn new(body: &'a (dyn Fn(usize) + Sync), exposed: usize, tag: Tag) -> Self {
         TaskDesc {
             body,
+            tag,
             remaining: AtomicUsize::new(exposed),
             stolen: AtomicUsize::new(0),
             stolen_ns: AtomicU64::new(0),
@@ -118,6 +129,11 @@ impl Chunk {
         Chunk { task: ptr, range }
     }
 
+    /// The chunk's iterations.
+    pub(super) fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
     /// Runs the chunk on its owner.
     ///
     /// # Safety
@@ -131,13 +147,15 @@ impl Chunk {
         task.remaining.fetch_sub(1, Ordering::Release);
     }
 
-    /// Runs the chunk on a thief, counting it as stolen.
+    /// Runs the chunk on a thief, counting it as stolen; returns its task's
+    /// tag, read while the task is still alive.
     ///
     /// # Safety
     /// The chunk's task is alive (the contract of [`Chunk::new`]).
-    pub(super) unsafe fn run_stolen(self) {
+    pub(super) unsafe fn run_stolen(self) -> Tag {
         // SAFETY: the caller guarantees the task is alive.
         let task = unsafe { self.task.as_ref() };
+        let tag = task.tag;
         let began = Instant::now();
         task.run_range(self.range);
         let ns = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -146,5 +164,6 @@ impl Chunk {
         task.stolen_ns.fetch_add(ns, Ordering::Relaxed);
         // Release, and the last access to `task` (see `run`).
         task.remaining.fetch_sub(1, Ordering::Release);
+        tag
     }
 }

@@ -52,7 +52,9 @@ use keel_policy::expose::{Expose, ExposeState};
 use keel_policy::PolicyError;
 use serde::Serialize;
 
-use chunk::{Chunk, TaskDesc};
+use chunk::{Chunk, Tag, TaskDesc};
+
+use crate::trace::{self, Span, Track, What};
 
 /// Chunks per worker a potential task is cut into unless the call says
 /// otherwise: a step's tail imbalance is up to one chunk, so enough that
@@ -230,6 +232,11 @@ impl Tasks {
             index,
             home: RefCell::new(home),
             idle_here: Cell::new(false),
+            trace: trace::tracer().map(|_| RefCell::new(Vec::new())),
+            tag: Cell::new(Tag {
+                owner: index,
+                ..Tag::default()
+            }),
         }
     }
 
@@ -270,6 +277,11 @@ pub struct TaskWorker<'t> {
     index: usize,
     home: RefCell<MutexGuard<'t, Home>>,
     idle_here: Cell<bool>,
+    /// Chunks (and, under `keel::objects`, object steps) run here, only
+    /// when `KEEL_TRACE` is on; written when the worker is dropped.
+    trace: Option<RefCell<Vec<Span>>>,
+    /// The step and object whose potential tasks run now, for the trace.
+    tag: Cell<Tag>,
 }
 
 impl std::fmt::Debug for TaskWorker<'_> {
@@ -283,6 +295,9 @@ impl std::fmt::Debug for TaskWorker<'_> {
 impl Drop for TaskWorker<'_> {
     fn drop(&mut self) {
         self.set_idle(false);
+        if let (Some(events), Some(tracer)) = (&self.trace, trace::tracer()) {
+            tracer.write(Track::Pu(self.index), &events.borrow());
+        }
     }
 }
 
@@ -290,6 +305,47 @@ impl<'t> TaskWorker<'t> {
     /// This worker's index.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// Whether this worker records trace events (`KEEL_TRACE` is on).
+    pub(crate) fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// Names the object step whose potential tasks come next, for the trace.
+    pub(crate) fn trace_object(&self, step: usize, object: usize) {
+        self.tag.set(Tag {
+            step: step as u64,
+            object: object as u64,
+            owner: self.index,
+        });
+    }
+
+    /// Records `what` from `start` to now, when tracing.
+    pub(crate) fn trace_span(&self, start: Instant, what: What) {
+        if let Some(events) = &self.trace {
+            events.borrow_mut().push(Span {
+                start,
+                end: Instant::now(),
+                what,
+            });
+        }
+    }
+
+    /// Records the chunk `range` of a task tagged `tag` as run from
+    /// `start` to now.
+    fn trace_chunk(&self, start: Instant, tag: Tag, range: Range<usize>, stolen: bool) {
+        self.trace_span(
+            start,
+            What::Task {
+                step: tag.step,
+                object: tag.object,
+                from: range.start as u64,
+                to: range.end as u64,
+                owner: tag.owner as u64,
+                stolen,
+            },
+        );
     }
 
     /// This worker's counters so far (a snapshot: subtract two with
@@ -331,9 +387,14 @@ impl<'t> TaskWorker<'t> {
             home.history.decide(policy, n, self.tasks.idle(), workers)
         };
         let late = policy.late && policy.scheme.has_idle_term() && workers > 1;
+        let tracing = self.tracing();
         if exposed == 0 && !late {
+            let start = tracing.then(Instant::now);
             for i in range.clone() {
                 body(i);
+            }
+            if let Some(start) = start {
+                self.trace_chunk(start, self.tag.get(), range.clone(), false);
             }
             self.finish(n, 0, 0);
             return TaskSummary {
@@ -343,7 +404,7 @@ impl<'t> TaskWorker<'t> {
             };
         }
         let body: &(dyn Fn(usize) + Sync) = &body;
-        let desc = TaskDesc::new(body, exposed);
+        let desc = TaskDesc::new(body, exposed, self.tag.get());
         // The owner runs chunks 0..hidden itself; chunks hidden..n are on
         // the deque, pushed from the last down, so thieves (FIFO end) take
         // the far end first and the owner's pops (LIFO end) continue in
@@ -363,8 +424,12 @@ impl<'t> TaskWorker<'t> {
         let local = panic::catch_unwind(AssertUnwindSafe(|| {
             let mut c = 0;
             while c < hidden {
+                let start = tracing.then(Instant::now);
                 for i in bounds(c)..bounds(c + 1) {
                     body(i);
+                }
+                if let Some(start) = start {
+                    self.trace_chunk(start, self.tag.get(), bounds(c)..bounds(c + 1), false);
                 }
                 c += 1;
                 if !late || c == hidden {
@@ -398,8 +463,14 @@ impl<'t> TaskWorker<'t> {
         loop {
             let chunk = self.home.borrow().deque.pop();
             match chunk {
-                // SAFETY: chunks on our deque belong to `desc`, alive here.
-                Some(chunk) => unsafe { chunk.run() },
+                Some(chunk) => {
+                    let start = tracing.then(|| (Instant::now(), chunk.range()));
+                    // SAFETY: chunks on our deque belong to `desc`, alive here.
+                    unsafe { chunk.run() };
+                    if let Some((start, range)) = start {
+                        self.trace_chunk(start, self.tag.get(), range, false);
+                    }
+                }
                 None => break,
             }
         }
@@ -499,9 +570,13 @@ impl<'t> TaskWorker<'t> {
             };
             if let Some(chunk) = chunk {
                 let began = Instant::now();
+                let range = self.tracing().then(|| chunk.range());
                 // SAFETY: a chunk on any deque belongs to a task whose owner
                 // waits for its counter before leaving (README: Completion).
-                unsafe { chunk.run_stolen() };
+                let tag = unsafe { chunk.run_stolen() };
+                if let Some(range) = range {
+                    self.trace_chunk(began, tag, range, true);
+                }
                 let mut home = self.home.borrow_mut();
                 home.stats.steals += 1;
                 home.stats.helped_s += began.elapsed().as_secs_f64();
