@@ -31,7 +31,7 @@ use crate::error::CliError;
 const FAILURE: u8 = 2;
 
 fn main() -> ExitCode {
-    // Completes a KEEL_TRACE file on every return (no path calls `exit`).
+    // Completes a KEEL_TRACE file when main returns.
     let _trace = keel::trace::FinishGuard::new();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -8,8 +8,8 @@
 //! {"traceEvents":[
 //! {"name":"process_name","ph":"M","pid":..,"tid":0,"args":{"name":"keel: prog"}},
 //! {"name":"thread_name","ph":"M",...,"args":{"name":"loop participant 0"}},
-//! {"name":"sweep [dynamic,7]","cat":"loop","ph":"X","ts":..,"dur":..,"pid":..,"tid":0,
-//!  "args":{"from":0,"to":7,"schedule":"dynamic,7","loop":"sweep"}},
+//! {"name":"sweep [ss:chunk=7]","cat":"loop","ph":"X","ts":..,"dur":..,"pid":..,"tid":0,
+//!  "args":{"from":0,"to":7,"schedule":"ss:chunk=7","loop":"sweep"}},
 //! ...
 //! ],"displayTimeUnit":"ms"}
 //! ```
@@ -17,7 +17,7 @@
 //! Tracks: `loop participant N` (tid `N`), `farm worker N` (tid
 //! `10000 + N`) and `farm emitter/collector` (tid `19999`), `objects PU N`
 //! (tid `20000 + N`). Loop chunks are named `<loop id> [<schedule>]`
-//! (under `auto`, the schedule reads `<method> → <choice> (<phase>)`);
+//! (the schedule's canonical spec, `dynamic,7` reads `ss:chunk=7`; under `auto`, it reads `<method> → <choice> (<phase>)`);
 //! farm items `item` with `args.n` the worker's item count so far; emitter
 //! waits `wait`; object steps `object <id>` with `args {step, object}`;
 //! potential-task chunks `chunk` (cat `task`) or `stolen chunk` (cat
@@ -58,7 +58,7 @@
 //! keel::trace::finish(); // harmless
 //! let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
 //! let events = trace["traceEvents"].as_array().unwrap();
-//! let chunks = events.iter().filter(|e| e["name"] == "doc [dynamic,10]").count();
+//! let chunks = events.iter().filter(|e| e["name"] == "doc [ss:chunk=10]").count();
 //! assert_eq!(chunks, 10);
 //! # Ok(()) }
 //! ```
@@ -302,7 +302,8 @@ impl Drop for FinishGuard {
 /// anything but a regular file (a FIFO is opened non-blocking, so that the
 /// check is reached instead of a hang).
 fn open(path: &Path) -> io::Result<File> {
-    let refused = |what: &str| io::Error::other(format!("{what}; refusing to write the trace there"));
+    let refused =
+        |what: &str| io::Error::other(format!("{what}; refusing to write the trace there"));
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => return Err(refused("is a symbolic link")),
         Ok(meta) if !meta.is_file() => return Err(refused("is not a regular file")),
@@ -368,36 +369,36 @@ impl Tracer {
 
     /// [`finish`] for this tracer.
     fn finish(&self) {
-    let mut tries = 0;
-    let mut guard = loop {
-        match self.out.try_lock() {
-            Ok(guard) => break guard,
-            Err(TryLockError::Poisoned(e)) => break e.into_inner(),
-            Err(TryLockError::WouldBlock) if tries < FINISH_TRIES => {
-                tries += 1;
-                std::thread::yield_now();
+        let mut tries = 0;
+        let mut guard = loop {
+            match self.out.try_lock() {
+                Ok(guard) => break guard,
+                Err(TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(TryLockError::WouldBlock) if tries < FINISH_TRIES => {
+                    tries += 1;
+                    std::thread::yield_now();
+                }
+                Err(TryLockError::WouldBlock) => return,
             }
-            Err(TryLockError::WouldBlock) => return,
+        };
+        let out = &mut *guard;
+        if out.finished || out.failed {
+            out.finished = true;
+            return;
         }
-    };
-    let out = &mut *guard;
-    if out.finished || out.failed {
         out.finished = true;
-        return;
-    }
-    out.finished = true;
-    let result = out
-        .file
-        .write_all(b"\n],\"displayTimeUnit\":\"ms\"}\n")
-        .and_then(|()| out.file.flush());
-    if let Err(e) = result {
-        out.failed = true;
-        let _ = writeln!(
-            io::stderr(),
-            "keel: {ENV_TRACE}={}: cannot finish the trace: {e}",
-            self.path.display()
-        );
-    }
+        let result = out
+            .file
+            .write_all(b"\n],\"displayTimeUnit\":\"ms\"}\n")
+            .and_then(|()| out.file.flush());
+        if let Err(e) = result {
+            out.failed = true;
+            let _ = writeln!(
+                io::stderr(),
+                "keel: {ENV_TRACE}={}: cannot finish the trace: {e}",
+                self.path.display()
+            );
+        }
     }
 
     fn micros(&self, t: Instant) -> f64 {
