@@ -274,10 +274,10 @@ pub fn finish() {
 /// return completes the trace file.
 ///
 /// ```
-/// fn main() {
-///     let _trace = keel::trace::FinishGuard::new();
-///     // ... loops, farms, objects ...
-/// } // the trace file is complete here
+/// // The first statement of `main`:
+/// let _trace = keel::trace::FinishGuard::new();
+/// // ... loops, farms, objects: the trace file is complete when `main`
+/// // returns, by `?` or panic unwinding too.
 /// ```
 #[derive(Debug, Default)]
 #[must_use = "the trace is finished when the guard is dropped"]
