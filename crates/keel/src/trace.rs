@@ -316,6 +316,10 @@ fn open(path: &Path) -> io::Result<File> {
         use std::os::unix::fs::OpenOptionsExt;
         options
             .mode(0o644)
+            // O_NONBLOCK only matters for a FIFO put there after the check
+            // above: its open fails or returns at once instead of waiting
+            // for a reader, and the fstat below refuses it. Writes to a
+            // regular file never return `WouldBlock`.
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
     let file = options.open(path).map_err(|e| {
@@ -407,8 +411,12 @@ impl Tracer {
         (us * 1e3).round() / 1e3
     }
 
-    /// Appends loop participant `me`'s chunks.
+    /// Appends loop participant `me`'s chunks (naming its track first).
     pub(crate) fn write_loop(&self, label: &LoopLabel, me: usize, events: &[ChunkEvent]) {
+        if events.is_empty() {
+            // No track for a participant that ran nothing.
+            return;
+        }
         self.write_with(Track::Loop(me), |tracer, out| {
             for e in events {
                 let (ts, end) = (tracer.micros(e.start), tracer.micros(e.end));
@@ -437,6 +445,9 @@ impl Tracer {
 
     /// Appends a farm or objects track's spans.
     pub(crate) fn write(&self, track: Track, spans: &[Span]) {
+        if spans.is_empty() {
+            return;
+        }
         let tid = track.tid();
         self.write_with(track, |tracer, out| {
             let mut object_name = String::new();
