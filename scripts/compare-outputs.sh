@@ -84,5 +84,8 @@ compare sim cosched --quick --quiet verify --scaled
 compare sim cosched --quick --quiet apps
 compare sim cosched --quick --quiet apps --json
 compare sim cosched --quick --quiet fig5
+compare sim cosched --quick --quiet fig5 --json
+compare sim cosched --quick --quiet verify --scenario nope
+compare demo cosched
 
 exit $status

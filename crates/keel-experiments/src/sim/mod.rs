@@ -4,20 +4,26 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`calibrate`] | empty-body microbenchmarks of the thread runtime → the overhead model |
 //! | [`loops`] | SPHYNX-like L1 at N = 10⁶: the bathtub over chunk sizes, selection methods vs Oracle |
+//! | [`validate`] | simulated vs measured makespans of every loop schedule, Kendall τ |
 //! | [`perf`] | the simulator's own speed: ns per event over P |
 //! | [`farm`] | farms with one fast worker against the ARRS model |
 //! | [`objects`] | the Lassen-like proxy on nodes × PUs |
+//! | [`cosched`] | the FCS paper's §3 on a simulated cluster |
 //!
 //! ```
 //! use keel_experiments::sim::loops::bathtub_chunks;
 //! assert_eq!(bathtub_chunks(80, 4), vec![10, 5, 2, 1]);
 //! ```
 
+pub mod calibrate;
+pub mod cosched;
 pub mod farm;
 pub mod loops;
 pub mod objects;
 pub mod perf;
+pub mod validate;
 
 use std::path::Path;
 
