@@ -88,4 +88,20 @@ compare sim cosched --quick --quiet fig5 --json
 compare sim cosched --quick --quiet verify --scenario nope
 compare demo cosched
 
+# The timed commands' refusals are deterministic.
+compare bench loops --reps 0
+compare bench loops --chunk 0
+compare bench loops -w nope
+compare bench farm --runs 0
+compare bench farm -e x
+compare bench farm --workers 0
+compare bench objects --threads 0
+compare bench objects --reps 0
+compare bench auto -w nope
+compare bench auto --reps 0
+compare sim validate --reps 0
+compare sim validate -w nope
+compare sim calibrate --repeats 0
+compare sim perf --threads 0
+
 exit $status

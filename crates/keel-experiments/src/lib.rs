@@ -19,6 +19,7 @@
 //! assert_eq!(report.rows[0].speedup, 1.0);
 //! ```
 
+pub mod bench;
 pub mod error;
 pub mod sim;
 

@@ -32,9 +32,9 @@ use keel::policy::select::Run;
 use keel_workloads::steps::{stepped_workload, SteppedWorkload};
 use serde::Serialize;
 
-use crate::bench::global_threads;
 use crate::cli::BenchAutoArgs;
 use crate::error::CliError;
+use keel_experiments::bench::loops::global_threads;
 
 pub use table::write_report;
 pub use workload::bench_workload;

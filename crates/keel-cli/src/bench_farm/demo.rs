@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use keel_workloads::farm::Primes;
 
-use super::harness::{build, fast_speed, primes_run};
 use crate::error::CliError;
 use crate::report;
+use keel_experiments::bench::farm::harness::{build, fast_speed, primes_run};
 
 /// The demo's farm section: (b) in miniature, one run per policy.
 pub fn demo(out: &mut dyn Write) -> Result<(), CliError> {

@@ -7,9 +7,9 @@ use std::io::Write;
 use keel_workloads::steps::stepped_workload;
 
 use super::Section;
-use crate::bench::global_threads;
 use crate::bench_auto::{self, AutoReport, QUICK_WORKLOADS};
 use crate::error::CliError;
+use keel_experiments::bench::loops::global_threads;
 
 /// The auto sections, in demo order.
 pub fn sections() -> Vec<Section> {
