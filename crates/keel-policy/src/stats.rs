@@ -106,6 +106,24 @@ pub fn student_t975(df: usize) -> Option<f64> {
     }
 }
 
+/// t(0.975, df) from the same table for df ≤ 30, and the normal quantile
+/// 1.96 beyond: the variant `keel bench auto` has always reported its
+/// intervals with (narrower than [`student_t975`] past the table, by 4 % at
+/// df = 31 and under 1 % past df = 120). `None` for df = 0.
+///
+/// ```
+/// use keel_policy::stats::student_t975_normal_tail;
+/// assert_eq!(student_t975_normal_tail(2), Some(4.303));
+/// assert_eq!(student_t975_normal_tail(31), Some(1.96));
+/// ```
+pub fn student_t975_normal_tail(df: usize) -> Option<f64> {
+    match df {
+        0 => None,
+        1..=30 => Some(T975[df - 1]),
+        _ => Some(1.96),
+    }
+}
+
 /// The mean of `values` and the half-width of its two-sided 95 % Student
 /// interval, t(0.975, n − 1) · standard error; `None` for fewer than two
 /// values.

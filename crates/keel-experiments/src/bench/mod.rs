@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`loops`] | every loop schedule on the loop workloads against T_serial / P |
+//! | [`auto`] | Auto4OMP's evaluation: portfolio schedules, Oracle, ManualBest, the selection methods |
 //! | [`farm`] | the FastFlow ARRS paper's farm experiments (a)–(e) and the per-item cost |
 //! | [`objects`] | the Charm++ + OpenMP paper's tables on over-decomposed objects |
 //!
@@ -13,6 +14,7 @@
 //! assert_eq!(WORKLOADS, ["mandelbrot", "lavamd"]);
 //! ```
 
+pub mod auto;
 pub mod farm;
 pub mod loops;
 pub mod objects;
