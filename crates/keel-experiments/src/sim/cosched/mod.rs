@@ -38,7 +38,7 @@ pub use fig5::{fig5, fig5_policies, policy_name, Fig5Config};
 pub use swf::{swf, SwfConfig};
 pub use verify::{
     as_real_table, demo_table, read_real_runs, scaled_policies, verify, verify_against,
-    verify_scaled, RealRuns,
+    verify_scaled, CoschedDemo, RealRuns,
 };
 
 /// The iteration scale of `quick`.
