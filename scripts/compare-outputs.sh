@@ -103,5 +103,10 @@ compare sim validate --reps 0
 compare sim validate -w nope
 compare sim calibrate --repeats 0
 compare sim perf --threads 0
+compare cosched run --iterations 0
+compare cosched run --scenario nope
+compare cosched run --policy nope
+compare cosched run --slice-ms -1
+compare cosched run --max-background 2
 
 exit $status

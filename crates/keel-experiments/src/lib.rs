@@ -20,6 +20,7 @@
 //! ```
 
 pub mod bench;
+pub mod cosched;
 pub mod error;
 pub mod sim;
 

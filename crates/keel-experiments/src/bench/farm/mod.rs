@@ -24,6 +24,7 @@
 //! `(s + N − 1)/N`), (d) and the overhead's second row, for runs on machines
 //! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
 
+mod demo;
 mod experiments;
 pub mod harness;
 
@@ -31,6 +32,7 @@ use serde::Serialize;
 
 use crate::error::{ExperimentError, Result};
 
+pub use demo::{demo, FarmDemo, FarmDemoRow};
 pub use experiments::{
     experiment_a, experiment_b, experiment_c, experiment_d, experiment_e, overhead,
 };
