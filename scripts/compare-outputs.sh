@@ -16,11 +16,15 @@ if [ $# -ne 2 ]; then
     echo "usage: $0 OLD_KEEL NEW_KEEL" >&2
     exit 2
 fi
-old=$1
-new=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Both run as `keel`: usage lines name the program as it was called.
+mkdir "$work/old" "$work/new"
+ln -s "$(realpath "$1")" "$work/old/keel"
+ln -s "$(realpath "$2")" "$work/new/keel"
+old=$work/old/keel
+new=$work/new/keel
 
 # A small per-iteration trace for `sim loops --trace`: two steps of a ramp.
 {
@@ -33,9 +37,10 @@ printf 'load\n3\n3\n2\n2\n2\n7\n1\n' >"$work/loads.csv"
 
 status=0
 mask() {
-    # The decision time closes each `keel map` table row, and is one field
-    # of its JSON.
-    sed -E 's/[0-9.]+ (µs|ms|s)$/<time>/; s/"decision_seconds":[0-9.e+-]+/"decision_seconds":<time>/g'
+    # The decision time closes each `keel map` table row (its width moves
+    # the column's padding, the header's included), and is one field of
+    # its JSON.
+    sed -E 's/ +[0-9.]+ (µs|ms|s)$/ <time>/; s/ +decision$/ decision/; s/"decision_seconds":[0-9.e+-]+/"decision_seconds":<time>/g'
 }
 
 compare() {
@@ -106,7 +111,7 @@ compare sim perf --threads 0
 compare cosched run --iterations 0
 compare cosched run --scenario nope
 compare cosched run --policy nope
-compare cosched run --slice-ms -1
+compare cosched run --slice-ms=-1
 compare cosched run --max-background 2
 
 exit $status

@@ -1,5 +1,11 @@
 //! Why an experiment did not run: each variant carries the message a user
 //! can act on, already naming the experiment or the option at fault.
+//!
+//! ```
+//! use keel_experiments::ExperimentError;
+//! let e = ExperimentError::Invalid("--reps must be at least 1".into());
+//! assert_eq!(e.to_string(), "--reps must be at least 1");
+//! ```
 
 use keel_policy::PolicyError;
 use keel_workloads::WorkloadError;

@@ -8,6 +8,19 @@
 //! `KEEL_NUM_THREADS` or the cores), the LIB of the last instance from the
 //! loop's record, and the chunks it ran. A schedule that does not parse or
 //! fails is a row with its error; the others still run.
+//!
+//! ```
+//! use keel_experiments::bench::loops::{self, LoopsConfig};
+//! let config = LoopsConfig {
+//!     schedules: vec!["dynamic,4".into()],
+//!     workloads: vec!["mandelbrot:width=16,height=8,max-iter=20".into()],
+//!     reps: 1,
+//!     chunk: None,
+//! };
+//! let report = loops::run(&config).unwrap();
+//! // dynamic,4 over 16 columns: 4 chunks.
+//! assert_eq!(report.workloads[0].rows[0].chunks, Some(4));
+//! ```
 
 use std::hint::black_box;
 use std::time::Instant;

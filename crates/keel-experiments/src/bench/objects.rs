@@ -13,6 +13,13 @@
 //!
 //! Configurations are interleaved run by run; each row is the run with the
 //! median total time.
+//!
+//! ```no_run
+//! use keel_experiments::bench::objects::{self, ObjectsConfig};
+//! // Seconds of work on a 2-thread pool.
+//! let report = objects::run(&ObjectsConfig { quick: true, ..ObjectsConfig::default() }).unwrap();
+//! assert_eq!(report.tables[0].id, "table1");
+//! ```
 
 use std::hint::black_box;
 

@@ -9,6 +9,13 @@
 //! `--iterations` empty iterations on a 1-thread and on a 2-thread pool
 //! (`T_par / N`); and `spin` on this thread (seconds per unit). Run it on a
 //! quiet machine: anything else running inflates the contended figure.
+//!
+//! ```no_run
+//! use keel_experiments::sim::calibrate::{self, CalibrateConfig};
+//! // Seconds of measurement on this machine's thread pool.
+//! let calibration = calibrate::run(&CalibrateConfig::default()).unwrap();
+//! println!("{}", calibration.to_json());
+//! ```
 
 use std::hint::black_box;
 use std::time::Instant;

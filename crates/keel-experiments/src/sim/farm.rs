@@ -9,6 +9,13 @@
 //! default unbounded queues that is the paper's RRS; with `--capacity`, rr
 //! skips full queues and adapts by itself, so S drops towards 1 for every
 //! policy.
+//!
+//! ```
+//! use keel_experiments::sim::farm::{self, FarmConfig};
+//! let config = FarmConfig { workers: vec![4], tasks: vec![100], ..FarmConfig::default() };
+//! let report = farm::run(&config, &mut || {}).unwrap();
+//! assert_eq!(report.rows.len(), farm::simulations(&config));
+//! ```
 
 use keel_sim::farm::{simulate, uniform_costs, FarmModel, PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
 use keel_sim::{Noise, SimError, WorkerModel};

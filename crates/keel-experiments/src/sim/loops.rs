@@ -17,6 +17,13 @@
 //!
 //! With `--trace FILE` it simulates the user's own loops instead (formats
 //! in `keel-sim`'s README): every instance in file order, per schedule.
+//!
+//! ```
+//! use keel_experiments::sim::loops::{self, LoopsConfig};
+//! let zero = LoopsConfig { threads: vec![0], ..LoopsConfig::default() };
+//! let e = loops::run(&zero, &mut |_| {}).unwrap_err();
+//! assert_eq!(e.to_string(), "thread counts must be at least 1");
+//! ```
 
 use std::path::PathBuf;
 

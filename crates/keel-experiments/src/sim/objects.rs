@@ -12,6 +12,20 @@
 //!
 //! Balancing time is modelled (decision per object + migrations), not
 //! measured; see `keel_sim::objects`.
+//!
+//! ```
+//! use keel_experiments::sim::objects::{self, ObjectsConfig};
+//! let config = ObjectsConfig {
+//!     nodes: 1,
+//!     pus_per_node: 2,
+//!     workload: Some("lassen:pus=2,steps=10".into()),
+//!     period: 5,
+//!     periods: vec![5],
+//!     ..ObjectsConfig::default()
+//! };
+//! let report = objects::run(&config, &mut |_| {}).unwrap();
+//! assert_eq!((report.table1.len(), report.table2.len()), (4, 1));
+//! ```
 
 use keel_sim::objects::{
     simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,

@@ -4,6 +4,13 @@
 //! and prints nanoseconds per event, and that divided by log₂ P: if a run
 //! costs O(events · log P), the last column stays flat while P grows 64-fold.
 //! Wall times are medians of `--reps` runs on this machine's clock.
+//!
+//! ```
+//! use keel_experiments::sim::perf::{self, PerfConfig};
+//! let config = PerfConfig { iterations: 500, threads: vec![4], reps: 1, ..PerfConfig::default() };
+//! let report = perf::run(&config, &mut |_| {}).unwrap();
+//! assert_eq!(report.rows[0].threads, 4);
+//! ```
 
 use std::path::PathBuf;
 use std::time::Instant;

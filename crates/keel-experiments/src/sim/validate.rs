@@ -26,6 +26,13 @@
 //! Reported: simulated and measured makespans and the % error per schedule,
 //! Kendall's τ between the two rankings, and whether every pair of
 //! schedules whose measured times are more than 5 % apart is ranked alike.
+//!
+//! ```
+//! use keel_experiments::sim::validate::{self, ValidateConfig};
+//! let none = ValidateConfig { reps: 0, ..ValidateConfig::default() };
+//! let e = validate::run(&none, &mut |_| {}).unwrap_err();
+//! assert_eq!(e.to_string(), "--reps and --threads must be at least 1");
+//! ```
 
 use std::hint::black_box;
 use std::path::PathBuf;

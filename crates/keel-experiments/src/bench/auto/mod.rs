@@ -20,6 +20,13 @@
 //! bookkeeping (choosing before the fork, observing after the join) counts
 //! against the methods. Loop ids are unique per configuration and repeat,
 //! so every run starts with fresh records and selection state.
+//!
+//! ```
+//! use keel_experiments::bench::auto::{self, AutoConfig};
+//! let none = AutoConfig { reps: Some(0), ..AutoConfig::default() };
+//! let e = auto::run(&none, &mut |_| {}).unwrap_err();
+//! assert_eq!(e.to_string(), "--reps must be at least 1");
+//! ```
 
 mod noise;
 mod program;

@@ -1,6 +1,15 @@
 //! Building the farms and timing policies against each other: the runs
 //! interleaved, the rows with `S` and its standard error, and the prime
 //! workload's run closures and speed ratio.
+//!
+//! ```
+//! use keel_experiments::bench::farm::harness::{build, primes_run};
+//! use keel_workloads::farm::Primes;
+//! let w = Primes::parse("primes:tasks=20,limit=50").unwrap();
+//! let mut farm = build("rr", 2, None).unwrap();
+//! let report = primes_run(w)(&mut farm).unwrap();
+//! assert_eq!(report.per_worker.iter().sum::<u64>(), 20);
+//! ```
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -23,6 +23,13 @@
 //! sets the workers of (a), (b) (one fast worker among `N`, model
 //! `(s + N − 1)/N`), (d) and the overhead's second row, for runs on machines
 //! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
+//!
+//! ```
+//! use keel_experiments::bench::farm::FarmBenchConfig;
+//! let config = FarmBenchConfig { experiments: vec!["b".into()], ..FarmBenchConfig::default() };
+//! let plan = config.plan().unwrap();
+//! assert_eq!((plan.experiments, plan.runs, plan.workers), (vec!["b"], 10, 2));
+//! ```
 
 mod demo;
 mod experiments;

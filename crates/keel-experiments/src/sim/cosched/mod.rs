@@ -13,13 +13,19 @@
 //! | `swf` | — | a Standard Workload Format log replayed for a throughput study: each job arrives at its submit time with its processors, its run time becoming iterations of `--granularity` seconds |
 //!
 //! Every scenario's parameters are fixed in `keel_workloads::bsp` and the
-//! model's constants in `keel_sim::cluster::params`. `--scale` multiplies
-//! every job's iterations (`--quick` = 0.02, for smoke tests); `--json`
-//! prints one JSON document; a progress bar on stderr (hidden by
-//! `--quiet`, and when stderr is not a terminal) follows long sweeps.
+//! model's constants in `keel_sim::cluster::params`. [`CoschedSetup::scale()`]
+//! multiplies every job's iterations (`quick` = [`QUICK_SCALE`], for smoke
+//! tests).
 //!
 //! Here each experiment is a function of a [`CoschedSetup`] (the options
 //! every experiment takes) and its own settings, returning a typed report.
+//!
+//! ```
+//! use keel_experiments::sim::cosched::{self, CoschedSetup};
+//! let setup = CoschedSetup { quick: true, ..CoschedSetup::default() };
+//! let report = cosched::apps("sage", &setup, &mut |_| {}).unwrap();
+//! assert_eq!(report.tables[0].rows.len(), 4);
+//! ```
 
 use keel_sim::cluster::scenarios::{run_table, Fig5Point, Finding, ScenarioTable, APP_POLICIES};
 use keel_sim::cluster::{scenarios, CommClock, CoschedModel, CpuClock, OsModel};
