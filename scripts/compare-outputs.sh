@@ -56,6 +56,22 @@ compare() {
     fi
 }
 
+# The plots of `--svg`, file by file: each binary writes into its own
+# folder, then the folders are compared.
+compare_svg() {
+    local a b
+    rm -rf "$work/svg-old" "$work/svg-new"
+    mkdir -p "$work/svg-old" "$work/svg-new"
+    "$old" "${@//SVG/$work/svg-old}" >/dev/null 2>&1
+    "$new" "${@//SVG/$work/svg-new}" >/dev/null 2>&1
+    if [ -n "$(ls -A "$work/svg-old")" ] && diff -r "$work/svg-old" "$work/svg-new" >/dev/null; then
+        echo "IDENTICAL  keel $* (plots)"
+    else
+        echo "DIFFERENT  keel $* (plots)"
+        status=1
+    fi
+}
+
 compare policies
 compare map -g lb-test:tasks=500,pus=8 -p greedy -p binlpt:chunks=80 -p refine -p block
 compare map -g lb-test:tasks=500,pus=8 -p greedy -p refine --json
@@ -113,5 +129,10 @@ compare cosched run --scenario nope
 compare cosched run --policy nope
 compare cosched run --slice-ms=-1
 compare cosched run --max-background 2
+
+compare_svg sim loops --quiet --seed 3 --bathtub-only --svg SVG/bathtub.svg
+compare_svg sim farm --workers 4,8 --tasks 500,1000 --seed 2 --svg SVG/farm.svg
+compare_svg sim objects --nodes 2 --pus-per-node 4 --seed 2 --svg SVG/objects.svg
+compare_svg sim cosched --quick --quiet fig5 --granularities 0.004,0.256 --variabilities 0,1 --svg SVG
 
 exit $status
