@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::policy::select::{degradation_percent, Run};
+use keel_policy::dls::AUTO4OMP_PORTFOLIO;
+use keel_policy::select::{degradation_percent, Run};
 
 use crate::error::CliError;
 use crate::report;
