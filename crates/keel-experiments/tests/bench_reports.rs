@@ -2,9 +2,22 @@
 //! never asserted; the structure, the chunk counts each schedule promises,
 //! the error rows and the relations between the summaries are.
 
+use std::sync::{Mutex, MutexGuard};
+
 use keel_experiments::bench::auto::{self, AutoConfig};
 use keel_experiments::bench::loops::{self, LoopsConfig};
 use keel_experiments::ExperimentError;
+
+/// The benches run on Keel's global pool and read back their loops'
+/// records, as each would in a process of its own: tests in this binary
+/// take turns.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn small() -> Vec<String> {
     vec![
@@ -15,6 +28,7 @@ fn small() -> Vec<String> {
 
 #[test]
 fn every_schedule_gets_a_row_and_failures_are_rows() {
+    let _alone = alone();
     let report = loops::run(&LoopsConfig {
         workloads: small(),
         reps: 1,
@@ -59,6 +73,7 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
 
 #[test]
 fn chosen_schedules_chunks_and_an_unknown_schedule() {
+    let _alone = alone();
     let report = loops::run(&LoopsConfig {
         schedules: vec!["dynamic,4".into(), "no-such-schedule".into()],
         workloads: vec!["mandelbrot:width=32,height=24,max-iter=60".into()],
@@ -110,6 +125,7 @@ fn bad_loop_configurations_are_refused_before_any_run() {
 /// mechanism's cost.
 #[test]
 fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() {
+    let _alone = alone();
     let config = AutoConfig {
         workloads: vec![
             "phase-change:iterations=4000,steps=6,switch=3".into(),

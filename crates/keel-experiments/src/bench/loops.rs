@@ -259,7 +259,9 @@ pub fn global_threads() -> Result<usize> {
 }
 
 /// Every schedule on every workload, after checking the configuration and
-/// building every workload (a bad spec fails before any work).
+/// building every workload (a bad spec fails before any work). The loops
+/// run on Keel's global pool and their rows read the loops' records back:
+/// run one bench at a time in a process, or the rows mix.
 pub fn run(config: &LoopsConfig) -> Result<BenchReport> {
     if config.reps == 0 {
         return Err(ExperimentError::Invalid("--reps must be at least 1".into()));

@@ -179,7 +179,9 @@ pub struct AutoConfig {
 }
 
 /// Every workload under every configuration; `progress` hears what starts
-/// (a workload, a repeat) as it starts.
+/// (a workload, a repeat) as it starts. Like [`super::loops::run`], it runs
+/// on Keel's global pool and reads loop records back: one bench at a time
+/// in a process.
 pub fn run(config: &AutoConfig, progress: &mut dyn FnMut(&str)) -> Result<AutoReport> {
     let reps = config.reps.unwrap_or(if config.quick { 1 } else { 3 });
     if reps == 0 {
