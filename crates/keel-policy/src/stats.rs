@@ -107,9 +107,10 @@ pub fn student_t975(df: usize) -> Option<f64> {
 }
 
 /// t(0.975, df) from the same table for df ≤ 30, and the normal quantile
-/// 1.96 beyond: the variant `keel bench auto` has always reported its
-/// intervals with (narrower than [`student_t975`] past the table, by 4 % at
-/// df = 31 and under 1 % past df = 120). `None` for df = 0.
+/// 1.96 beyond: the variant `keel bench auto`'s intervals use, so that its
+/// published tables stay comparable run to run (narrower than
+/// [`student_t975`] past the table, by 4 % at df = 31 and under 1 % past
+/// df = 120). `None` for df = 0.
 ///
 /// ```
 /// use keel_policy::stats::student_t975_normal_tail;
