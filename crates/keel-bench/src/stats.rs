@@ -24,13 +24,9 @@ impl Summary {
         if v.is_empty() {
             return None;
         }
-        v.sort_by(f64::total_cmp);
+        // Sorts `v`, so its ends are the range.
+        let median = keel::policy::stats::median(&mut v);
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
         Some(Summary {
             median,
             min: v[0],

@@ -14,10 +14,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use keel_cosched::machine::Config;
-use keel_cosched::scenario::{self, Scenario, ScenarioParams, Table, POLICIES};
+use keel_cosched::scenario;
 use keel_cosched::SuspendChoice;
-use serde::Serialize;
+use keel_experiments::cosched::{self, RunConfig};
 
 use crate::error::CliError;
 
@@ -98,13 +97,6 @@ pub struct RunArgs {
     pub json_file: Option<PathBuf>,
 }
 
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    params: &'a ScenarioParams,
-    suspend: String,
-    tables: &'a [Table],
-}
-
 /// `keel cosched ...`.
 pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
@@ -117,81 +109,8 @@ pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
-fn usage(e: impl std::fmt::Display) -> CliError {
-    CliError::Usage(format!("cosched: {e}"))
-}
-
 fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let mut params = if a.quick {
-        ScenarioParams {
-            retries: 0,
-            ..ScenarioParams::quick()
-        }
-    } else {
-        ScenarioParams::full()
-    };
-    if let Some(ms) = a.slice_ms {
-        if !(ms.is_finite() && ms > 0.0) {
-            return Err(usage(format!("--slice-ms {ms} is not a positive number")));
-        }
-        params.time_slice = ms / 1e3;
-    }
-    if let Some(g) = a.granularity_ms {
-        if !(g.is_finite() && g > 0.0) {
-            return Err(usage(format!(
-                "--granularity-ms {g} is not a positive number"
-            )));
-        }
-        params.granularity_ms = g;
-    }
-    if let Some(n) = a.iterations {
-        if n == 0 {
-            return Err(usage("--iterations must be at least 1"));
-        }
-        params.iterations = n;
-    }
-    if let Some(r) = a.reps {
-        params.reps = r.max(1);
-    }
-    if let Some(b) = a.max_background {
-        if !(0.0..=1.0).contains(&b) {
-            return Err(usage(format!(
-                "--max-background {b} is not a fraction in [0, 1]"
-            )));
-        }
-        params.max_background = b;
-    }
-    if let Some(r) = a.retries {
-        params.retries = r;
-    }
-    let scenarios = if a.scenarios.is_empty() {
-        Scenario::ALL.to_vec()
-    } else {
-        a.scenarios
-            .iter()
-            .map(|s| Scenario::from_name(s).map_err(usage))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let policies: Vec<String> = if a.policies.is_empty() {
-        POLICIES.iter().map(|s| s.to_string()).collect()
-    } else {
-        for p in &a.policies {
-            if !POLICIES.contains(&p.as_str()) {
-                return Err(usage(format!(
-                    "unknown scheduler `{p}`; valid: {}",
-                    POLICIES.join(", ")
-                )));
-            }
-        }
-        a.policies.clone()
-    };
-    let mut config = Config::new("fcs").map_err(usage)?;
-    config
-        .split_cpus(2, 1)
-        .map_err(|e| usage(format!("{e} (the scenarios need two CPUs)")))?;
-    config.suspend = a.suspend;
-    config.on_manager_exit = a.on_manager_exit;
-    config.bsp_command = match &a.job_binary {
+    let bsp_command = match &a.job_binary {
         Some(p) => vec![p.clone().into_os_string()],
         None => vec![
             std::env::current_exe()?.into_os_string(),
@@ -199,32 +118,40 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "bsp-job".into(),
         ],
     };
+    let prepared = cosched::prepare(&RunConfig {
+        quick: a.quick,
+        scenarios: a.scenarios.clone(),
+        policies: a.policies.clone(),
+        slice_ms: a.slice_ms,
+        granularity_ms: a.granularity_ms,
+        iterations: a.iterations,
+        reps: a.reps,
+        max_background: a.max_background,
+        retries: a.retries,
+        suspend: a.suspend,
+        on_manager_exit: a.on_manager_exit,
+        bsp_command,
+    })?;
     let quiet = a.quiet;
     let mut tables = Vec::new();
-    let mut suspend = String::new();
-    for s in scenarios {
-        let table = scenario::run_scenario(s, &params, &policies, &config, |what| {
+    // Each table is printed as its scenario ends: a full run takes minutes.
+    for &s in &prepared.scenarios {
+        let table = prepared.run(s, &mut |what| {
             if !quiet {
                 let _ = writeln!(std::io::stderr(), "keel cosched: {what}");
             }
-        })
-        .map_err(usage)?;
-        if let Some(run) = table.rows.first().and_then(|r| r.runs.first()) {
-            suspend = run.suspend.to_string();
-        }
+        })?;
         if !a.json {
             writeln!(out, "{}", scenario::format_table(&table))?;
         }
         tables.push(table);
     }
-    let doc = JsonReport {
-        params: &params,
-        suspend: suspend.clone(),
-        tables: &tables,
-    };
+    let doc = prepared.report(tables);
+    let params = &doc.params;
     if let Some(path) = &a.json_file {
-        let file = std::fs::File::create(path)
-            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+        let file = std::fs::File::create(path).map_err(|e| {
+            CliError::Usage(format!("cosched: cannot write {}: {e}", path.display()))
+        })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &doc)?;
     }
     if a.json {
@@ -233,11 +160,12 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         writeln!(
             out,
-            "Scaled §3.2 on 2 nodes × 1 PE: base step {} ms CPU, {} supersteps, ring, slice {} ms, suspend: {suspend}; \
+            "Scaled §3.2 on 2 nodes × 1 PE: base step {} ms CPU, {} supersteps, ring, slice {} ms, suspend: {}; \
              times are each job's termination (s since the workload started), median of {} run(s); * = best Max.",
             params.granularity_ms,
             params.iterations,
             params.time_slice * 1e3,
+            doc.suspend,
             params.reps
         )?;
     }

@@ -49,3 +49,17 @@ pub enum CliError {
     #[error("cannot encode the JSON report: {0}")]
     Json(#[from] serde_json::Error),
 }
+
+impl From<keel_experiments::ExperimentError> for CliError {
+    /// Every experiment error keeps its message; the spec and workload
+    /// errors keep their own variants (and messages) as when the CLI met
+    /// them first-hand.
+    fn from(e: keel_experiments::ExperimentError) -> Self {
+        use keel_experiments::ExperimentError as E;
+        match e {
+            E::Policy(p) => CliError::Policy(p),
+            E::Workload(w) => CliError::Workload(w),
+            other => CliError::Usage(other.to_string()),
+        }
+    }
+}

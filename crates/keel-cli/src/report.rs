@@ -270,30 +270,6 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
-/// The mean of `values` and its standard error (sample standard deviation
-/// over √n; 0 for fewer than two values, NaN mean for none).
-pub fn mean_se(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, 0.0);
-    }
-    let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, (var / n).sqrt())
-}
-
-/// The median of `values` (NaN for none), sorting them; the mean of the two
-/// middle values for an even count.
-pub fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,32 +84,6 @@ fn verify_scaled_prints_the_real_runs_table_shape() {
     );
     assert!(out.contains("2 nodes × 1 PE"), "{out}");
 
-    let json = stdout_of(&[
-        "sim",
-        "cosched",
-        "verify",
-        "--scaled",
-        "--quick",
-        "--json",
-        "--scenario",
-        "imbalanced",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let tables = v["tables"].as_array().unwrap();
-    assert_eq!(tables.len(), 1);
-    assert_eq!(tables[0]["scenario"], "scaled-load-imbalanced");
-    let rows = tables[0]["rows"].as_array().unwrap();
-    let policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
-    assert_eq!(policies, ["fcfs", "local", "gs", "sb", "fcs"]);
-    for r in rows {
-        assert_eq!(r["ends"].as_array().unwrap().len(), 2);
-    }
-    assert_eq!(v["setup"]["model"]["cluster"]["nodes"], 2);
-    // The scaled scenarios stand for the real runs, so their kernel is
-    // this machine's, not the paper's.
-    assert_eq!(v["setup"]["model"]["os"]["kernel"], "host");
-    assert_eq!(v["setup"]["model"]["os"]["quantum"], 0.004);
-
     let err = fails(&["sim", "cosched", "verify", "--scaled", "--scenario", "nope"]);
     assert!(err.contains("scaled-fine-grained"), "{err}");
 }
@@ -152,7 +126,9 @@ fn the_kernel_is_the_papers_unless_told_and_a_bad_name_is_refused() {
 }
 
 #[test]
-fn verify_json_has_a_row_per_policy_and_a_cell_per_job() {
+fn verify_json_is_one_document_with_the_report() {
+    // The rows and cells are asserted in keel-experiments'
+    // `tests/sim_cosched.rs`; here, that `--json` prints the report whole.
     let out = stdout_of(&[
         "sim",
         "cosched",
@@ -167,18 +143,7 @@ fn verify_json_has_a_row_per_policy_and_a_cell_per_job() {
         "fcs:cs-thresh=0.02",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let tables = v["tables"].as_array().unwrap();
-    assert_eq!(tables.len(), 1);
-    let rows = tables[0]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
-    assert_eq!(rows[1]["spec"], "fcs:cs-thresh=0.02");
-    for r in rows {
-        let ends = r["ends"].as_array().unwrap();
-        assert_eq!(ends.len(), 2);
-        let max = r["max"].as_f64().unwrap();
-        assert!(ends.iter().all(|e| e.as_f64().unwrap() <= max));
-        assert!(max > 0.0);
-    }
+    assert_eq!(v["tables"][0]["rows"].as_array().unwrap().len(), 2);
     assert_eq!(v["setup"]["scale"], 0.02);
 }
 
@@ -217,13 +182,6 @@ fn apps_print_the_mixes_with_the_papers_max() {
     ]);
     assert!(out.contains("SWEEP3D-like"), "{out}");
     assert!(out.contains("193.03"), "the paper's FCFS Max:\n{out}");
-    let out = stdout_of(&[
-        "sim", "cosched", "apps", "--quick", "--json", "--mix", "sage",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let rows = v["tables"][0]["rows"].as_array().unwrap();
-    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
-    assert_eq!(names, ["fcfs", "gs", "sb", "fcs"]);
 }
 
 #[test]
@@ -255,25 +213,6 @@ fn swf_logs_replay_under_every_policy() {
     for row in ["FCFS", "GS", "SB", "FCS"] {
         assert!(out.contains(row), "{row}:\n{out}");
     }
-    let out = stdout_of(&[
-        "sim",
-        "cosched",
-        "swf",
-        "--file",
-        path,
-        "--nodes",
-        "2",
-        "--pes-per-node",
-        "4",
-        "--json",
-        "-p",
-        "fcfs",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    // FCFS: job 2 (2 PEs) fits beside job 1 (4 PEs) on 8 PEs and starts at
-    // its arrival, so the log takes job 1's 20 s.
-    let makespan = v["rows"][0]["makespan"].as_f64().unwrap();
-    assert!((makespan - 20.0).abs() < 0.5, "{makespan}");
     let e = fails(&[
         "sim",
         "cosched",
@@ -366,14 +305,8 @@ fn verify_scaled_against_real_runs_counts_pairs_ordered_alike() {
         "{out}"
     );
 
-    let mut json_args = args.to_vec();
-    json_args.push("--json");
-    let v: serde_json::Value = serde_json::from_str(&stdout_of(&json_args)).unwrap();
-    let against = &v["against"][0];
-    assert_eq!(against["pairs"], 3);
-    assert_eq!(against["separated_pairs"], 2);
-    assert_eq!(against["rows"].as_array().unwrap().len(), 3);
-
+    // The pair counts of the report are asserted in keel-experiments'
+    // `tests/sim_cosched.rs`.
     std::fs::write(&file, "{ not json").unwrap();
     let err = fails(&args);
     assert!(err.contains("not JSON"), "{err}");

@@ -226,17 +226,8 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+fn median(v: Vec<f64>) -> Option<f64> {
+    keel_policy::stats::median_of(&v)
 }
 
 /// Runs `scenario` under each of `policies` with `base` as the machine

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod registry;
 pub mod select;
 pub mod spec;
+pub mod stats;
 
 pub use concept::{Concept, Model, Origin, Requirement, Subject};
 pub use context::{Component, ComponentData, ContextHandler};

@@ -21,179 +21,33 @@
 //! against the methods. Loop ids are unique per configuration and repeat,
 //! so every run starts with fresh records and selection state.
 
-mod noise;
-mod program;
 mod table;
-mod workload;
 
 use std::io::Write;
 
-use keel::policy::select::Run;
-use keel_workloads::steps::{stepped_workload, SteppedWorkload};
-use serde::Serialize;
+use keel_experiments::bench::auto::{self, AutoConfig};
 
-use crate::bench::global_threads;
 use crate::cli::BenchAutoArgs;
 use crate::error::CliError;
 
 pub use table::write_report;
-pub use workload::bench_workload;
-
-/// The workloads the bench runs by default (their pinned defaults).
-pub const WORKLOADS: [&str; 5] = [
-    "mandelbrot-zoom",
-    "lavamd-steps",
-    "sphynx",
-    "gromacs",
-    "phase-change",
-];
-
-/// Small versions for `--quick` (and `keel demo`): seconds, not minutes.
-pub const QUICK_WORKLOADS: [&str; 2] = [
-    "mandelbrot-zoom:width=96,height=64,max-iter=200,steps=16",
-    "phase-change:iterations=60000,steps=16,switch=8",
-];
-
-/// The methods, in report order.
-pub const METHODS: [&str; 4] = ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
-
-/// `auto,keel` with every instance pinned to plain STATIC: what the
-/// selection mechanism costs by itself.
-pub const PINNED_STATIC: &str = "auto:method=keel,expert-chunk=0,pin=static";
-
-/// A workload must spread its best and worst fixed schedules by this much
-/// (or be balanced by design) to discriminate between schedules.
-pub const DISCRIMINATION: f64 = 0.20;
-
-/// One fixed or selecting configuration's outcome.
-#[derive(Clone, Debug, Serialize)]
-pub struct ConfigResult {
-    /// `static`, `static+expert`, `auto,keel`, …
-    pub config: String,
-    /// Seconds over the whole program: the sum over loop instances of each
-    /// instance's median across the repeats (for every configuration,
-    /// fixed or selecting, and for Oracle and ManualBest alike).
-    pub total: f64,
-    /// `(total − Oracle) / Oracle · 100`.
-    pub degradation_percent: f64,
-}
-
-/// A selection method's outcome on one workload.
-#[derive(Clone, Debug, Serialize)]
-pub struct MethodResult {
-    /// The configuration and its total.
-    pub result: ConfigResult,
-    /// Every repeat's total, seconds, in increasing order: the spread of a
-    /// method's own runs, against which differences between methods are
-    /// read. `result.total` is not their median but the sum of the
-    /// per-instance medians, as for every other configuration.
-    pub repeat_totals: Vec<f64>,
-    /// Seconds spent in exploration instances beyond Oracle's time for
-    /// them (in the repeat with the median total).
-    pub exploration_cost: f64,
-    /// Exploration instances (same repeat).
-    pub exploration_instances: u64,
-    /// Each loop's selection timeline (same repeat).
-    pub timelines: Vec<(String, Vec<Run>)>,
-    /// `auto,keel` against this method (`None` for `auto,keel` itself).
-    pub versus_keel: Option<VersusKeel>,
-}
-
-/// `auto,keel` against another method on one workload, with the noise of
-/// the difference: the two took turns step by step in every repeat, so
-/// each repeat gives one paired difference, and their scatter is the noise
-/// the goal "ahead where they differ by more than noise" is read against.
-#[derive(Clone, Debug, Serialize)]
-pub struct VersusKeel {
-    /// `(T_keel − T_method) / Oracle · 100` from the two totals of the
-    /// table (sums of per-instance medians): negative when `auto,keel` is
-    /// faster.
-    pub difference_points: f64,
-    /// Half-width of the 95 % interval of the mean paired per-repeat
-    /// difference (Student's t over the repeats), in the same points;
-    /// `None` with a single repeat.
-    pub noise_points: Option<f64>,
-    /// `ahead`, `behind`, `within noise`, or `no noise estimate`.
-    pub verdict: &'static str,
-}
-
-/// One workload's report.
-#[derive(Clone, Debug, Serialize)]
-pub struct WorkloadReport {
-    /// The workload's full spec.
-    pub spec: String,
-    /// Loop instances per run.
-    pub instances: usize,
-    /// Oracle's total, seconds.
-    pub oracle: f64,
-    /// Oracle held out
-    /// ([`select::oracle::held_out_oracle`](keel::policy::select::oracle::held_out_oracle)):
-    /// each instance's choice made from the other repeats and timed in the one
-    /// left out, seconds; `None` with a single repeat. Its excess over
-    /// Oracle is Oracle's luck, a lead no run can repeat.
-    pub oracle_held_out: Option<f64>,
-    /// ManualBest's total and its schedule per loop.
-    pub manual_best: ConfigResult,
-    /// ManualBest's choice per loop name.
-    pub manual_best_schedules: Vec<(String, String)>,
-    /// Every fixed configuration.
-    pub fixed: Vec<ConfigResult>,
-    /// Every method.
-    pub methods: Vec<MethodResult>,
-    /// (worst − best) / best over the default-chunk fixed schedules.
-    pub spread: f64,
-    /// Balanced by design (exempt from the spread rule).
-    pub balanced: bool,
-    /// The selection mechanism's own cost: `auto,keel` pinned to STATIC
-    /// with the expert chunk off ([`PINNED_STATIC`]: the method decides and
-    /// observes every instance, the context times every thread, the record
-    /// grows, but every instance runs plain STATIC) over fixed `static`,
-    /// the two taking turns step by step in every repeat; the median of the
-    /// per-repeat ratios of the totals, minus 1.
-    pub mechanism_cost_vs_static: f64,
-}
-
-/// The whole report.
-#[derive(Clone, Debug, Serialize)]
-pub struct AutoReport {
-    /// Threads of the global pool.
-    pub threads: usize,
-    /// Repeats of every configuration.
-    pub reps: usize,
-    /// One per workload.
-    pub workloads: Vec<WorkloadReport>,
-}
 
 /// `keel bench auto`.
 pub fn run_auto(args: &BenchAutoArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let reps = args.reps.unwrap_or(if args.quick { 1 } else { 3 });
-    if reps == 0 {
-        return Err(CliError::Usage("--reps must be at least 1".into()));
-    }
-    let specs: Vec<String> = match (&args.workloads[..], args.quick) {
-        ([], true) => QUICK_WORKLOADS.iter().map(|s| s.to_string()).collect(),
-        ([], false) => WORKLOADS.iter().map(|s| s.to_string()).collect(),
-        (given, _) => given.to_vec(),
-    };
-    let workloads: Vec<Box<dyn SteppedWorkload>> = specs
-        .iter()
-        .map(|s| stepped_workload(s))
-        .collect::<Result<_, _>>()?;
-    let threads = global_threads()?;
     let quiet = args.quiet || args.quick;
     let mut progress = |what: &str| {
         if !quiet {
             let _ = writeln!(std::io::stderr(), "keel bench auto: {what}");
         }
     };
-    let report = AutoReport {
-        threads,
-        reps,
-        workloads: workloads
-            .iter()
-            .map(|w| bench_workload(w.as_ref(), reps, threads, &mut progress))
-            .collect::<Result<_, _>>()?,
-    };
+    let report = auto::run(
+        &AutoConfig {
+            workloads: args.workloads.clone(),
+            reps: args.reps,
+            quick: args.quick,
+        },
+        &mut progress,
+    )?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;

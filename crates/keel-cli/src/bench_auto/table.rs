@@ -2,12 +2,14 @@
 
 use std::io::Write;
 
-use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::policy::select::{degradation_percent, Run};
+use keel_policy::dls::AUTO4OMP_PORTFOLIO;
+use keel_policy::select::{degradation_percent, Run};
 
-use super::{AutoReport, VersusKeel, WorkloadReport, DISCRIMINATION, METHODS, PINNED_STATIC};
 use crate::error::CliError;
 use crate::report;
+use keel_experiments::bench::auto::{
+    AutoReport, VersusKeel, WorkloadReport, DISCRIMINATION, METHODS, PINNED_STATIC,
+};
 
 /// The tables: a Table-3-style summary, then each workload's detail.
 pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<(), CliError> {

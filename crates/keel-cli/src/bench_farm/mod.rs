@@ -25,175 +25,60 @@
 //! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
 
 mod demo;
-mod experiments;
-mod harness;
-mod known_split;
 mod tables;
 
 use std::io::Write;
 
-use serde::Serialize;
+use keel_experiments::bench::farm::{self, FarmBenchConfig, FarmBenchReport};
 
 use crate::cli::BenchFarmArgs;
 use crate::error::CliError;
 
 pub use demo::demo;
-use experiments::{experiment_a, experiment_b, experiment_c, experiment_d, experiment_e, overhead};
 pub use tables::write_experiment;
 use tables::write_overhead;
 
-/// The experiments, in order.
-pub const EXPERIMENTS: [&str; 6] = ["a", "b", "c", "d", "e", "overhead"];
-
-/// Runs per point unless `--runs` says otherwise (the paper's minimum).
-pub const DEFAULT_RUNS: usize = 10;
-
-/// The row label of [`known_split::KnownSpeedSplit`] in (b).
-pub const KNOWN_SPLIT: &str = "known-split";
-
-/// One policy at one size.
-#[derive(Clone, Debug, Serialize)]
-pub struct Row {
-    /// Tasks (or pool size for (e)).
-    pub size: usize,
-    /// The policy spec.
-    pub policy: String,
-    /// Mean wall time, seconds.
-    pub mean_s: f64,
-    /// Standard error of that mean.
-    pub se_s: f64,
-    /// S = ⟨t_RR⟩ / ⟨t_X⟩.
-    pub speedup: f64,
-    /// Standard error of S.
-    pub speedup_se: f64,
-    /// Eq. 2's S, where the experiment has a model.
-    pub model: Option<f64>,
-    /// Items each worker ran in the last run.
-    pub per_worker: Vec<u64>,
-    /// Where measured ((b)), each worker's time in tasks as a percentage of
-    /// the run's wall time, averaged over the runs: near 100 for every
-    /// worker means the policy left no one waiting, so what separates its S
-    /// from the model is how fast the tasks ran, not the dispatch.
-    pub busy_percent: Option<Vec<f64>>,
-}
-
-/// One experiment.
-#[derive(Clone, Debug, Serialize)]
-pub struct Experiment {
-    /// `a`..`e`.
-    pub id: String,
-    /// What it is.
-    pub title: String,
-    /// Workers of the farm.
-    pub workers: usize,
-    /// The workload spec.
-    pub workload: String,
-    /// Notes (measured constants, placement).
-    pub notes: Vec<String>,
-    /// One row per size and policy.
-    pub rows: Vec<Row>,
-}
-
-/// Per-item cost with empty tasks.
-#[derive(Clone, Debug, Serialize)]
-pub struct Overhead {
-    /// The policy.
-    pub policy: String,
-    /// Workers.
-    pub workers: usize,
-    /// Items per run.
-    pub items: usize,
-    /// Median nanoseconds per item.
-    pub ns_per_item: f64,
-    /// Fastest and slowest run, ns per item.
-    pub range: (f64, f64),
-    /// For `arrs`: the median over paired runs of its time over `rr`'s.
-    pub vs_rr: Option<f64>,
-}
-
-/// The whole run.
-#[derive(Clone, Debug, Serialize)]
-pub struct FarmBenchReport {
-    /// Quick mode.
-    pub quick: bool,
-    /// Runs per point.
-    pub runs: usize,
-    /// Cores the OS reports.
-    pub cores: usize,
-    /// The experiments run.
-    pub experiments: Vec<Experiment>,
-    /// The per-item cost rows.
-    pub overhead: Vec<Overhead>,
-}
-
-struct Plan {
-    quick: bool,
-    runs: usize,
-    /// Workers of the experiments that scale: (a), (b), (d), overhead.
-    workers: usize,
-}
-
-/// `keel bench farm`.
+/// `keel bench farm`: each experiment's table is printed as soon as it
+/// ends (the whole run takes minutes); `--json` prints one document at the
+/// end.
 pub fn run_farm(args: &BenchFarmArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let runs = args.runs.unwrap_or(DEFAULT_RUNS);
-    if runs == 0 {
-        return Err(CliError::Usage("--runs must be at least 1".into()));
-    }
-    for e in &args.experiments {
-        if !EXPERIMENTS.contains(&e.as_str()) {
-            return Err(CliError::Usage(format!(
-                "unknown farm experiment `{e}`; valid: {}",
-                EXPERIMENTS.join(", ")
-            )));
-        }
-    }
-    let chosen = |id: &str| args.experiments.is_empty() || args.experiments.iter().any(|e| e == id);
-    let workers = args.workers.unwrap_or(2);
-    if workers == 0 {
-        return Err(CliError::Usage("--workers must be at least 1".into()));
-    }
-    let plan = Plan {
+    let plan = FarmBenchConfig {
         quick: args.quick,
-        runs,
-        workers,
-    };
+        runs: args.runs,
+        experiments: args.experiments.clone(),
+        workers: args.workers,
+    }
+    .plan()?;
     let mut report = FarmBenchReport {
-        quick: args.quick,
-        runs,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        quick: plan.quick,
+        runs: plan.runs,
+        cores: farm::cores(),
         experiments: Vec::new(),
         overhead: Vec::new(),
     };
-    type Run = fn(&Plan) -> Result<Experiment, CliError>;
-    let all: [(&str, Run); 5] = [
-        ("a", experiment_a),
-        ("b", experiment_b),
-        ("c", experiment_c),
-        ("d", experiment_d),
-        ("e", experiment_e),
-    ];
     if !args.json {
         writeln!(
             out,
             "keel bench farm{}: {} runs per point, policies interleaved; {} cores; S = ⟨t_rr⟩/⟨t_X⟩ ± standard error",
             if args.quick { " --quick" } else { "" },
-            runs,
+            plan.runs,
             report.cores
         )?;
     }
-    for (id, run) in all {
-        if chosen(id) {
-            let e = run(&plan)?;
-            if !args.json {
-                writeln!(out)?;
-                write_experiment(out, &e)?;
-                out.flush()?;
-            }
-            report.experiments.push(e);
+    for id in &plan.experiments {
+        let Some(e) = farm::experiment(id, &plan) else {
+            continue;
+        };
+        let e = e?;
+        if !args.json {
+            writeln!(out)?;
+            write_experiment(out, &e)?;
+            out.flush()?;
         }
+        report.experiments.push(e);
     }
-    if chosen("overhead") {
-        report.overhead = overhead(&plan)?;
+    if plan.experiments.contains(&"overhead") {
+        report.overhead = farm::overhead(&plan)?;
         if !args.json {
             writeln!(out)?;
             write_overhead(out, &report.overhead)?;

@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use super::{Experiment, Overhead};
 use crate::error::CliError;
 use crate::report;
+use keel_experiments::bench::farm::{Experiment, Overhead};
 
 /// One experiment's header and table.
 pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliError> {

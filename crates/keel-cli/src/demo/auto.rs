@@ -4,11 +4,10 @@
 
 use std::io::Write;
 
-use keel_workloads::steps::stepped_workload;
+use keel_experiments::bench::auto::{self, AutoConfig};
 
 use super::Section;
-use crate::bench::global_threads;
-use crate::bench_auto::{self, AutoReport, QUICK_WORKLOADS};
+use crate::bench_auto;
 use crate::error::CliError;
 
 /// The auto sections, in demo order.
@@ -22,21 +21,11 @@ pub fn sections() -> Vec<Section> {
 }
 
 fn auto(out: &mut dyn Write) -> Result<(), CliError> {
-    let threads = global_threads()?;
-    let mut workloads = Vec::new();
-    for spec in QUICK_WORKLOADS {
-        let w = stepped_workload(spec)?;
-        workloads.push(bench_auto::bench_workload(
-            w.as_ref(),
-            1,
-            threads,
-            &mut |_| {},
-        )?);
-    }
-    let report = AutoReport {
-        threads,
-        reps: 1,
-        workloads,
+    // `keel bench auto --quick`: the two quick workloads, one repeat.
+    let config = AutoConfig {
+        quick: true,
+        ..AutoConfig::default()
     };
+    let report = auto::run(&config, &mut |_| {})?;
     bench_auto::write_report(out, &report, true)
 }

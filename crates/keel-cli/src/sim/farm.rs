@@ -14,28 +14,11 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keel_sim::farm::{simulate, uniform_costs, FarmModel, PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
-use keel_sim::{Noise, SimError, WorkerModel};
-use serde::Serialize;
+use keel_experiments::sim::farm::{self, FarmConfig, FarmSimReport, Row, DEFAULT_EMITTER_COST};
+use keel_sim::farm::{PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
 
 use crate::error::CliError;
 use crate::report;
-
-/// The policies compared unless `--policy` says otherwise: the paper's ARRS
-/// at Fig. 7's CHUNK_SIZE (100) and at its default (300), and the rest of
-/// the family.
-pub const DEFAULT_POLICIES: [&str; 6] = [
-    "rr",
-    "arrs:chunk=100",
-    "arrs",
-    "arrs-adaptive",
-    "on-demand",
-    "shortest-queue",
-];
-
-/// Emitter seconds per push unless `--emitter-cost` says otherwise: the
-/// per-item goal of `keel bench farm`'s overhead experiment (rr ≤ 50 ns).
-pub const DEFAULT_EMITTER_COST: f64 = 50e-9;
 
 /// `keel sim farm`.
 #[derive(Debug, Clone, clap::Args)]
@@ -87,161 +70,35 @@ pub struct FarmArgs {
     pub json: bool,
 }
 
-/// One policy at one size.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// Workers.
-    pub workers: usize,
-    /// Tasks.
-    pub tasks: usize,
-    /// The policy's canonical spec.
-    pub policy: String,
-    /// Simulated makespan, seconds.
-    pub makespan_s: f64,
-    /// S = t_rr / t_X.
-    pub speedup: f64,
-    /// Eq. 2's S for these workers.
-    pub model: f64,
-    /// Items the fast worker ran.
-    pub fast_items: u64,
-    /// Mean items of a slow worker.
-    pub slow_items: f64,
-    /// Times the policy read a queue level.
-    pub level_reads: u64,
-    /// Marker blocks.
-    pub blocks: u64,
-    /// Times the emitter waited (room or marker).
-    pub emitter_waits: u64,
-}
-
-/// The whole run.
-#[derive(Debug, Clone, Serialize)]
-pub struct FarmSimReport {
-    /// The fast worker's speed.
-    pub fast_speed: f64,
-    /// Slow task seconds.
-    pub task_s: f64,
-    /// Emitter seconds per push.
-    pub emitter_cost: f64,
-    /// Queue capacity (`None` = unbounded).
-    pub capacity: Option<usize>,
-    /// Noise coefficient of variation.
-    pub noise_cv: f64,
-    /// Seed.
-    pub seed: u64,
-    /// Every row.
-    pub rows: Vec<Row>,
-}
-
-fn sim_error(e: SimError) -> CliError {
-    CliError::Usage(format!("sim farm: {e}"))
-}
-
-fn farm(args: &FarmArgs, workers: usize) -> Result<FarmModel, CliError> {
-    let noise = Noise::normal(args.noise_cv).map_err(sim_error)?;
-    let mut model = FarmModel::heterogeneous(workers, 1, args.fast_speed).map_err(sim_error)?;
-    model.workers = model
-        .workers
-        .iter()
-        .map(|w| WorkerModel::with(w.speed(), noise, &[]))
-        .collect::<Result<_, _>>()
-        .map_err(sim_error)?;
-    model.capacity = args.capacity;
-    model.emitter_cost = args.emitter_cost;
-    model.seed = args.seed;
-    model.validate().map_err(sim_error)?;
-    Ok(model)
-}
-
-/// Runs every point; `tick` after each simulation.
-pub fn rows(args: &FarmArgs, tick: &mut dyn FnMut()) -> Result<Vec<Row>, CliError> {
-    if args.workers.is_empty() || args.workers.contains(&0) {
-        return Err(CliError::Usage(
-            "--workers needs farm sizes of at least 1".into(),
-        ));
-    }
-    let policies = policies(args);
-    let mut out = Vec::new();
-    for &p in &args.workers {
-        let model = farm(args, p)?;
-        for &n in &args.tasks {
-            let costs = uniform_costs(n, args.task_s).map_err(sim_error)?;
-            let reference = simulate(&model, "rr", &costs).map_err(sim_error)?;
-            tick();
-            for spec in &policies {
-                let run = if spec == "rr" {
-                    reference.clone()
-                } else {
-                    let r = simulate(&model, spec, &costs).map_err(sim_error)?;
-                    tick();
-                    r
-                };
-                let slow: u64 = run.per_worker[1..].iter().sum();
-                out.push(Row {
-                    workers: p,
-                    tasks: n,
-                    policy: run.policy.clone(),
-                    makespan_s: run.makespan,
-                    speedup: if run.makespan > 0.0 {
-                        reference.makespan / run.makespan
-                    } else {
-                        1.0
-                    },
-                    model: model.model_speedup(),
-                    fast_items: run.per_worker[0],
-                    slow_items: if p > 1 {
-                        slow as f64 / (p - 1) as f64
-                    } else {
-                        0.0
-                    },
-                    level_reads: run.level_reads,
-                    blocks: run.blocks,
-                    emitter_waits: run.waits_for_room + run.waits_for_marker,
-                });
-            }
+impl FarmArgs {
+    fn config(&self) -> FarmConfig {
+        FarmConfig {
+            workers: self.workers.clone(),
+            tasks: self.tasks.clone(),
+            policies: self.policies.clone(),
+            fast_speed: self.fast_speed,
+            task_s: self.task_s,
+            emitter_cost: self.emitter_cost,
+            capacity: self.capacity,
+            noise_cv: self.noise_cv,
+            seed: self.seed,
         }
     }
-    Ok(out)
-}
-
-fn policies(args: &FarmArgs) -> Vec<String> {
-    let mut p: Vec<String> = if args.policies.is_empty() {
-        DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.policies.iter().map(|s| s.trim().to_string()).collect()
-    };
-    if !p.iter().any(|s| s == "rr") {
-        p.insert(0, "rr".into());
-    }
-    p
 }
 
 /// `keel sim farm`.
 pub fn run(args: &FarmArgs) -> Result<(), CliError> {
-    // Every spec is checked before any simulation runs.
-    for spec in policies(args) {
-        keel_policy::farm::parse(&spec)
-            .map_err(|e| CliError::Usage(format!("farm policy `{spec}`: {e}")))?;
-    }
-    let total = args.workers.len() * args.tasks.len() * policies(args).len();
+    let config = args.config();
+    let total = farm::simulations(&config);
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template("sim farm {bar:40} {pos}/{len} simulations")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let rows = rows(args, &mut || bar.inc(1));
+    let report = farm::run(&config, &mut || bar.inc(1));
     bar.finish_and_clear();
-    let rows = rows?;
+    let report = report?;
     let mut out = BufWriter::new(io::stdout().lock());
-    let report = FarmSimReport {
-        fast_speed: args.fast_speed,
-        task_s: args.task_s,
-        emitter_cost: args.emitter_cost,
-        capacity: args.capacity,
-        noise_cv: args.noise_cv,
-        seed: args.seed,
-        rows,
-    };
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
@@ -319,7 +176,7 @@ fn plot(path: &std::path::Path, args: &FarmArgs, rows: &[Row]) -> Result<(), Cli
     use plotters::prelude::*;
     let svg_error =
         |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
-    let policies = policies(args);
+    let policies = farm::policies(&args.config());
     let panels = args.workers.len();
     let root = SVGBackend::new(path, (900, 320 * panels as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| svg_error(&e))?;

@@ -21,26 +21,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use keel_policy::dls::AUTO4OMP_PORTFOLIO;
-use keel_policy::select::{degradation_percent, expert_chunk, LoopTimes};
-use keel_sim::loops::sphynx_l1::{self, SphynxL1};
-use keel_sim::loops::{Call, IterationCosts, Machine, Stepper};
-use keel_sim::{Noise, OverheadModel, WorkerModel};
-use serde::Serialize;
+use keel_experiments::sim::loops::{
+    self, Bathtub, ConfigRow, LoopsConfig, LoopsReport, TraceConfig, BATHTUB_SCHEDULES, NEAR_BOTTOM,
+};
+use keel_experiments::sim::Progress;
+use keel_sim::loops::sphynx_l1;
 
-use super::{load_calibration, progress, sim_error};
+use super::progress;
 use crate::error::CliError;
 use crate::report;
-
-/// The bathtub's schedules (the paper's Fig. 1: STATIC, SS, GSS).
-pub const BATHTUB_SCHEDULES: [&str; 3] = ["static", "dynamic", "guided"];
-
-/// The selection methods, in report order.
-pub const METHODS: [&str; 4] = ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
-
-/// The expert chunk counts as "near the bottom" within this factor of the
-/// best chunk's time.
-pub const NEAR_BOTTOM: f64 = 1.10;
 
 /// `keel sim loops`.
 #[derive(Debug, clap::Args)]
@@ -94,275 +83,41 @@ pub struct LoopsArgs {
     pub json: bool,
 }
 
-/// One chunk size of the bathtub.
-#[derive(Debug, Clone, Serialize)]
-pub struct BathtubPoint {
-    /// The chunk parameter.
-    pub chunk: u64,
-    /// Simulated T_par per schedule, seconds, in [`BATHTUB_SCHEDULES`] order.
-    pub t_par: Vec<f64>,
-}
-
-/// The bathtub experiment.
-#[derive(Debug, Clone, Serialize)]
-pub struct Bathtub {
-    /// Workers.
-    pub threads: usize,
-    /// The expert chunk for N and P.
-    pub expert_chunk: u64,
-    /// Points, largest chunk first.
-    pub points: Vec<BathtubPoint>,
-    /// Per schedule: the best chunk, its time, the expert chunk's time over it.
-    pub best: Vec<(String, u64, f64, f64)>,
-}
-
-/// One configuration's outcome against Oracle.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigRow {
-    /// `static`, `static+expert`, `auto,keel`, …
-    pub config: String,
-    /// Simulated seconds over every instance.
-    pub total: f64,
-    /// (total − Oracle)/Oracle · 100.
-    pub degradation_percent: f64,
-    /// For methods: the schedule chosen at the last instance.
-    pub last_choice: Option<String>,
-    /// For methods: instances spent exploring.
-    pub exploration_instances: Option<u64>,
-}
-
-/// Selection at one P.
-#[derive(Debug, Clone, Serialize)]
-pub struct Selection {
-    /// Workers.
-    pub threads: usize,
-    /// Instances (time steps).
-    pub instances: usize,
-    /// Oracle's total.
-    pub oracle: f64,
-    /// ManualBest: its schedule and total.
-    pub manual_best: ConfigRow,
-    /// Every fixed configuration.
-    pub fixed: Vec<ConfigRow>,
-    /// Every method.
-    pub methods: Vec<ConfigRow>,
-}
-
-/// The report.
-#[derive(Debug, Clone, Serialize)]
-pub struct LoopsReport {
-    /// The workload's spec.
-    pub workload: String,
-    /// Iterations.
-    pub iterations: usize,
-    /// Seconds per spin unit used.
-    pub spin_unit_seconds: f64,
-    /// The overhead model used.
-    pub overhead: OverheadModel,
-    /// Calibration date.
-    pub calibration_date: String,
-    /// Fig. 1.
-    pub bathtub: Bathtub,
-    /// Table 3, per P.
-    pub selection: Vec<Selection>,
-}
-
-fn machine(threads: usize, overhead: OverheadModel, cv: f64) -> Result<Machine, CliError> {
-    let noise = if cv > 0.0 {
-        Noise::Normal { cv }
-    } else {
-        Noise::None
-    };
-    let worker = WorkerModel::with(1.0, noise, &[]).map_err(sim_error)?;
-    Machine::new(vec![worker; threads], overhead).map_err(sim_error)
-}
-
-/// k = N/(2P), halved (rounding down) to 1.
-pub fn bathtub_chunks(n: u64, p: u64) -> Vec<u64> {
-    let mut k = (n / (2 * p)).max(1);
-    let mut chunks = vec![k];
-    while k > 1 {
-        k /= 2;
-        chunks.push(k.max(1));
-    }
-    chunks
-}
-
-fn bathtub(
-    costs: &IterationCosts,
-    args: &LoopsArgs,
-    overhead: OverheadModel,
-    tick: &mut dyn FnMut(&str),
-) -> Result<Bathtub, CliError> {
-    let p = 20;
-    let m = machine(p, overhead, args.noise_cv)?;
-    let n = costs.len();
-    let mut points = Vec::new();
-    for k in bathtub_chunks(n, p as u64) {
-        let mut t_par = Vec::new();
-        for s in BATHTUB_SCHEDULES {
-            tick(&format!("bathtub {s},{k}"));
-            let mut stepper =
-                Stepper::new(m.clone(), &format!("{s},{k}"), args.seed).map_err(sim_error)?;
-            t_par.push(stepper.run("l1", costs).map_err(sim_error)?.t_par);
+impl LoopsArgs {
+    fn config(&self) -> LoopsConfig {
+        LoopsConfig {
+            threads: self.threads.clone(),
+            steps: self.steps,
+            bathtub_only: self.bathtub_only,
+            noise_cv: self.noise_cv,
+            seed: self.seed,
+            calibration: self.calibration.clone(),
         }
-        points.push(BathtubPoint { chunk: k, t_par });
     }
-    let expert = expert_chunk(n, p).unwrap_or(1);
-    let best = BATHTUB_SCHEDULES
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let (chunk, t) = points
-                .iter()
-                .map(|pt| (pt.chunk, pt.t_par[i]))
-                .fold((0, f64::INFINITY), |b, x| if x.1 < b.1 { x } else { b });
-            let at_expert = points
-                .iter()
-                .find(|pt| pt.chunk == expert)
-                .map_or(f64::NAN, |pt| pt.t_par[i]);
-            (s.to_string(), chunk, t, at_expert / t)
-        })
-        .collect();
-    Ok(Bathtub {
-        threads: p,
-        expert_chunk: expert,
-        points,
-        best,
-    })
-}
-
-fn selection(
-    costs: &[IterationCosts],
-    threads: usize,
-    args: &LoopsArgs,
-    overhead: OverheadModel,
-    tick: &mut dyn FnMut(&str),
-) -> Result<Selection, CliError> {
-    let m = machine(threads, overhead, args.noise_cv)?;
-    let n = costs.first().map_or(0, |c| c.len());
-    let expert = expert_chunk(n, threads);
-    let run_all = |setting: &str, chunk: Option<u64>, tick: &mut dyn FnMut(&str)| {
-        let mut stepper = Stepper::new(m.clone(), setting, args.seed).map_err(sim_error)?;
-        let mut times = Vec::with_capacity(costs.len());
-        for c in costs {
-            tick(&format!("P={threads} {setting}"));
-            let call = Call { chunk, hints: None };
-            times.push(stepper.run_with("l1", c, call).map_err(sim_error)?.t_par);
-        }
-        Ok::<_, CliError>((times, stepper))
-    };
-    let mut labels = Vec::new();
-    let mut rows = Vec::new();
-    let mut defaults = Vec::new();
-    for name in AUTO4OMP_PORTFOLIO {
-        defaults.push(rows.len());
-        labels.push(name.to_string());
-        rows.push(run_all(name, None, tick)?.0);
-        labels.push(format!("{name}+expert"));
-        rows.push(run_all(name, expert, tick)?.0);
-    }
-    let table = LoopTimes::new(&rows)?;
-    let oracle = table.oracle();
-    let default_rows: Vec<Vec<f64>> = defaults.iter().map(|&k| rows[k].clone()).collect();
-    let (best, best_total) = LoopTimes::new(&default_rows)?.manual_best();
-    let row = |config: String, total: f64| ConfigRow {
-        config,
-        total,
-        degradation_percent: degradation_percent(total, oracle),
-        last_choice: None,
-        exploration_instances: None,
-    };
-    let fixed = labels
-        .iter()
-        .zip(&rows)
-        .map(|(l, r)| row(l.clone(), r.iter().sum()))
-        .collect();
-    let mut methods = Vec::new();
-    for method in METHODS {
-        let (times, stepper) = run_all(method, None, tick)?;
-        let record = stepper.selection_record("l1");
-        let mut r = row(method.to_string(), times.iter().sum());
-        r.last_choice = record
-            .and_then(|rec| rec.runs().last())
-            .map(|run| AUTO4OMP_PORTFOLIO[run.index].to_string());
-        r.exploration_instances = record.map(|rec| rec.exploration_instances());
-        methods.push(r);
-    }
-    Ok(Selection {
-        threads,
-        instances: costs.len(),
-        oracle,
-        manual_best: row(
-            format!("ManualBest ({})", AUTO4OMP_PORTFOLIO[best]),
-            best_total,
-        ),
-        fixed,
-        methods,
-    })
 }
 
 /// `keel sim loops`.
 pub fn run(args: &LoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    if args.threads.contains(&0) || args.trace_threads == 0 {
-        return Err(CliError::Usage("thread counts must be at least 1".into()));
-    }
-    if !(args.noise_cv.is_finite() && args.noise_cv >= 0.0) {
-        return Err(CliError::Usage(
-            "--noise-cv must be a finite number ≥ 0".into(),
-        ));
-    }
-    let calibration = load_calibration(args.calibration.as_deref())?;
     if let Some(path) = &args.trace {
-        return run_trace(path, args, calibration.overhead, out);
+        let mut threads = args.threads.clone();
+        threads.push(args.trace_threads);
+        loops::check(&threads, args.noise_cv)?;
+        return run_trace(path, args, out);
     }
-    let steps = args.steps.unwrap_or(sphynx_l1::STEPS);
-    if steps == 0 || steps > sphynx_l1::STEPS {
-        return Err(CliError::Usage(format!(
-            "--steps must be in 1..={} (the pinned workload's steps)",
-            sphynx_l1::STEPS
-        )));
-    }
-    let l1 = SphynxL1::new();
-    let spin = calibration.spin_unit_seconds;
-    let overhead = calibration.overhead;
-    let n = sphynx_l1::PARTICLES as u64;
-    let selection_threads: &[usize] = if args.bathtub_only {
-        &[]
-    } else {
-        &args.threads
-    };
-    let sims = bathtub_chunks(n, 20).len() * BATHTUB_SCHEDULES.len()
-        + selection_threads.len() * (2 * AUTO4OMP_PORTFOLIO.len() + METHODS.len()) * steps;
-    let bar = progress(sims as u64, "sim loops", args.quiet);
-    let mut tick = |msg: &str| {
-        bar.set_message(msg.to_string());
-        bar.inc(1);
-    };
-    let first = l1.costs(sphynx_l1::BATHTUB_STEP, spin).map_err(sim_error)?;
-    let tub = bathtub(&first, args, overhead, &mut tick)?;
-    drop(first);
-    let mut selections = Vec::new();
-    if !selection_threads.is_empty() {
-        // Spread the pinned steps evenly when fewer are asked for.
-        let costs = (0..steps)
-            .map(|s| l1.costs(s * sphynx_l1::STEPS / steps, spin))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(sim_error)?;
-        for &p in selection_threads {
-            selections.push(selection(&costs, p, args, overhead, &mut tick)?);
+    let mut bar = None;
+    let report = loops::run(&args.config(), &mut |p| match p {
+        Progress::Total(n) => bar = Some(progress(n, "sim loops", args.quiet)),
+        Progress::Step(msg) => {
+            if let Some(bar) = &bar {
+                bar.set_message(msg.to_string());
+                bar.inc(1);
+            }
         }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
-    bar.finish_and_clear();
-    let report = LoopsReport {
-        workload: SphynxL1::spec(),
-        iterations: sphynx_l1::PARTICLES,
-        spin_unit_seconds: spin,
-        overhead,
-        calibration_date: calibration.date.clone(),
-        bathtub: tub,
-        selection: selections,
-    };
+    let report = report?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
@@ -560,49 +315,16 @@ fn plot(path: &Path, b: &Bathtub) -> Result<(), CliError> {
 }
 
 /// A user trace: every instance in file order under each schedule.
-fn run_trace(
-    path: &Path,
-    args: &LoopsArgs,
-    overhead: OverheadModel,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    let trace = keel_sim::trace::read_trace(path).map_err(sim_error)?;
-    let costs = trace
-        .instances
-        .iter()
-        .map(|i| i.iteration_costs())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(sim_error)?;
-    let schedules: Vec<String> = if args.schedules.is_empty() {
-        AUTO4OMP_PORTFOLIO.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.schedules.clone()
-    };
-    let m = machine(args.trace_threads, overhead, args.noise_cv)?;
-    #[derive(Serialize)]
-    struct TraceRow {
-        schedule: String,
-        total: f64,
-        mean_lib_percent: f64,
-        chunks: u64,
-    }
-    let mut rows = Vec::new();
-    for s in &schedules {
-        let mut stepper = Stepper::new(m.clone(), s, args.seed).map_err(sim_error)?;
-        let (mut total, mut lib, mut chunks) = (0.0, 0.0, 0);
-        for (inst, c) in trace.instances.iter().zip(&costs) {
-            let r = stepper.run(&inst.loop_name, c).map_err(sim_error)?;
-            total += r.t_par;
-            lib += r.lib_percent;
-            chunks += r.total_chunks();
-        }
-        rows.push(TraceRow {
-            schedule: s.clone(),
-            total,
-            mean_lib_percent: lib / costs.len().max(1) as f64,
-            chunks,
-        });
-    }
+fn run_trace(path: &Path, args: &LoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let report = loops::run_trace(&TraceConfig {
+        trace: path.to_path_buf(),
+        schedules: args.schedules.clone(),
+        threads: args.trace_threads,
+        noise_cv: args.noise_cv,
+        seed: args.seed,
+        calibration: args.calibration.clone(),
+    })?;
+    let rows = &report.rows;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &rows)?;
         writeln!(out)?;
@@ -612,8 +334,8 @@ fn run_trace(
         out,
         "keel sim loops --trace {}: {} instances, {} iterations, {} workers",
         path.display(),
-        trace.instances.len(),
-        trace.iterations(),
+        report.instances,
+        report.iterations,
         args.trace_threads
     )?;
     let mut table = vec![[
@@ -622,7 +344,7 @@ fn run_trace(
         "mean LIB %".into(),
         "chunks".into(),
     ]];
-    for r in &rows {
+    for r in rows {
         table.push([
             r.schedule.clone(),
             report::duration(r.total),
@@ -634,17 +356,4 @@ fn run_trace(
         writeln!(out, "{line}")?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bathtub_chunks_of_the_paper() {
-        let k = bathtub_chunks(1_000_000, 20);
-        assert_eq!(k.first(), Some(&25_000));
-        assert_eq!(k.last(), Some(&1));
-        assert!(k.contains(&48), "{k:?}");
-    }
 }

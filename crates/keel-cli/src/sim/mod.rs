@@ -22,11 +22,9 @@ pub mod perf;
 pub mod validate;
 
 use std::io::Write;
-use std::path::Path;
 
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use keel_sim::Calibration;
 
 use crate::error::CliError;
 
@@ -80,15 +78,6 @@ pub(crate) fn sim_error(e: impl std::fmt::Display) -> CliError {
     CliError::Usage(format!("sim: {e}"))
 }
 
-/// The calibration in `path`, else the committed one.
-pub(crate) fn load_calibration(path: Option<&Path>) -> Result<Calibration, CliError> {
-    match path {
-        Some(p) => Calibration::load(p),
-        None => Calibration::committed(),
-    }
-    .map_err(sim_error)
-}
-
 /// A progress bar on stderr (hidden with `quiet`) for long runs.
 pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     if quiet {
@@ -101,5 +90,3 @@ pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     );
     bar
 }
-
-pub(crate) use crate::report::median;

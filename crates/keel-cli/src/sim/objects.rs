@@ -17,12 +17,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use keel_sim::objects::{
-    simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,
-};
-use keel_sim::{Noise, SimError};
-use keel_workloads::objects::{LassenLike, ObjectWorkload};
-use serde::Serialize;
+use keel_experiments::sim::objects::{self, ObjectsConfig, ObjectsProgress, ObjectsSimReport};
+use keel_sim::objects::DEFAULT_STEAL_COST;
 
 use crate::error::CliError;
 use crate::report;
@@ -77,127 +73,44 @@ pub struct ObjectsArgs {
     pub json: bool,
 }
 
-/// One configuration's outcome.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// What ran.
-    pub config: String,
-    /// The simulated run.
-    pub run: ObjectsRun,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, Serialize)]
-pub struct ObjectsSimReport {
-    /// The workload spec.
-    pub workload: String,
-    /// Nodes.
-    pub nodes: usize,
-    /// PUs per node.
-    pub pus_per_node: usize,
-    /// The remap policy spec.
-    pub policy: String,
-    /// Table 1.
-    pub table1: Vec<Row>,
-    /// Table 2.
-    pub table2: Vec<Row>,
-    /// Time of No LB ÷ time of Greedy + stealing (goal ≥ 1.5).
-    pub gain_vs_no_lb: f64,
-    /// Time of Greedy ÷ time of Greedy + stealing (goal ≥ 1.1).
-    pub gain_vs_greedy: f64,
-}
-
-fn sim_error(e: SimError) -> CliError {
-    CliError::Usage(format!("sim objects: {e}"))
-}
-
-/// Labelled configurations of one table.
-type Configs = Vec<(String, Balancing)>;
-
-/// Table 1's and Table 2's configurations: label and balancing.
-fn configs(args: &ObjectsArgs, policy: &str) -> (Configs, Configs) {
-    let t1 = vec![
-        ("No LB".to_string(), Balancing::none("none")),
-        (
-            "Greedy (hier)".to_string(),
-            Balancing::periodic(policy, args.period, "none"),
-        ),
-        (
-            "Greedy (hier) + stealing".to_string(),
-            Balancing::periodic(policy, args.period, &args.stealing),
-        ),
-        (
-            "No LB + stealing".to_string(),
-            Balancing::none(&args.stealing),
-        ),
-    ];
-    let t2 = args
-        .periods
-        .iter()
-        .map(|&p| {
-            (
-                format!("Greedy (hier), period {p}"),
-                Balancing::periodic(policy, p, "none"),
-            )
-        })
-        .collect();
-    (t1, t2)
+impl ObjectsArgs {
+    fn config(&self) -> ObjectsConfig {
+        ObjectsConfig {
+            nodes: self.nodes,
+            pus_per_node: self.pus_per_node,
+            workload: self.workload.clone(),
+            period: self.period,
+            periods: self.periods.clone(),
+            stealing: self.stealing.clone(),
+            steal_cost: self.steal_cost,
+            noise_cv: self.noise_cv,
+            seed: self.seed,
+        }
+    }
 }
 
 /// `keel sim objects`.
 pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
-    let pus = keel_sim::objects::machine_size(args.nodes, args.pus_per_node)
-        .map_err(|e| CliError::Usage(format!("sim objects: --nodes × --pus-per-node: {e}")))?;
-    if args.period == 0 || args.periods.contains(&0) {
-        return Err(CliError::Usage("periods must be at least 1 step".into()));
+    let config = args.config();
+    let mut bar: Option<ProgressBar> = None;
+    let report = objects::run(&config, &mut |p| {
+        let bar = bar.get_or_insert_with(|| {
+            let bar = ProgressBar::new(objects::total_steps(&config).unwrap_or(0));
+            bar.set_style(
+                ProgressStyle::with_template("sim objects {msg:28} {bar:40} {pos}/{len} steps")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        match p {
+            ObjectsProgress::Config(label) => bar.set_message(label.to_string()),
+            ObjectsProgress::Step => bar.inc(1),
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
-    let spec = args
-        .workload
-        .clone()
-        .unwrap_or_else(|| format!("lassen:pus={pus}"));
-    let lassen = LassenLike::parse(&spec)?;
-    let costs = WorkloadCosts::uniform_cells(&lassen);
-    let noise = Noise::normal(args.noise_cv).map_err(sim_error)?;
-    let mut model = ObjectsModel::new(args.nodes, args.pus_per_node, noise).map_err(sim_error)?;
-    model.steal_cost = args.steal_cost;
-    model.seed = args.seed;
-    let policy = format!("hier:nodes={},outer=(greedy),inner=(greedy)", args.nodes);
-    let (t1, t2) = configs(args, &policy);
-    let steps = lassen.steps() as u64;
-    let bar = ProgressBar::new(steps * (t1.len() + t2.len()) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("sim objects {msg:28} {bar:40} {pos}/{len} steps")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let simulate = |label: &str, b: &Balancing| -> Result<Row, CliError> {
-        bar.set_message(label.to_string());
-        let run =
-            simulate_with_progress(&model, &costs, b, &mut |_| bar.inc(1)).map_err(sim_error)?;
-        Ok(Row {
-            config: label.to_string(),
-            run,
-        })
-    };
-    let table1: Vec<Row> = t1
-        .iter()
-        .map(|(l, b)| simulate(l, b))
-        .collect::<Result<_, _>>()?;
-    let table2: Vec<Row> = t2
-        .iter()
-        .map(|(l, b)| simulate(l, b))
-        .collect::<Result<_, _>>()?;
-    bar.finish_and_clear();
-    let t = |i: usize| table1[i].run.total_s;
-    let report = ObjectsSimReport {
-        workload: lassen.spec(),
-        nodes: args.nodes,
-        pus_per_node: args.pus_per_node,
-        policy,
-        gain_vs_no_lb: t(0) / t(2),
-        gain_vs_greedy: t(1) / t(2),
-        table1,
-        table2,
-    };
+    let report = report?;
     // The tables come first: a plot that cannot be written must not throw
     // away what was computed; its failure is still the command's error.
     let mut out = BufWriter::new(io::stdout().lock());

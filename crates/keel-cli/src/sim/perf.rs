@@ -6,12 +6,11 @@
 //! Wall times are medians of `--reps` runs on this machine's clock.
 
 use std::io::Write;
-use std::time::Instant;
 
-use keel_sim::loops::{simulate, IterationCosts, Machine};
-use serde::Serialize;
+use keel_experiments::sim::perf::{self, PerfConfig};
+use keel_experiments::sim::Progress;
 
-use super::{load_calibration, median, progress, sim_error};
+use super::progress;
 use crate::error::CliError;
 use crate::report;
 
@@ -47,99 +46,29 @@ pub struct PerfArgs {
     pub json: bool,
 }
 
-/// One point of the table.
-#[derive(Debug, Clone, Serialize)]
-pub struct PerfRow {
-    /// Workers.
-    pub threads: usize,
-    /// Events processed.
-    pub events: u64,
-    /// Median wall seconds.
-    pub wall_s: f64,
-    /// Nanoseconds per event.
-    pub ns_per_event: f64,
-    /// Nanoseconds per event per log₂ P.
-    pub ns_per_event_log_p: f64,
-    /// The simulated makespan (a check that the runs did the work).
-    pub simulated_t_par: f64,
-}
-
-/// The report.
-#[derive(Debug, Clone, Serialize)]
-pub struct PerfReport {
-    /// The schedule.
-    pub schedule: String,
-    /// Iterations.
-    pub iterations: usize,
-    /// The headline point: P = 20.
-    pub headline: PerfRow,
-    /// Whether the headline is under 5 s.
-    pub headline_under_5s: bool,
-    /// The scaling table.
-    pub rows: Vec<PerfRow>,
-}
-
-fn point(
-    costs: &IterationCosts,
-    threads: usize,
-    schedule: &str,
-    overhead: keel_sim::OverheadModel,
-    reps: usize,
-) -> Result<PerfRow, CliError> {
-    let machine = Machine::uniform(threads, overhead).map_err(sim_error)?;
-    let mut walls = Vec::with_capacity(reps);
-    let mut last = None;
-    for _ in 0..reps.max(1) {
-        let started = Instant::now();
-        let r = simulate(costs, &machine, schedule, 1).map_err(sim_error)?;
-        walls.push(started.elapsed().as_secs_f64());
-        last = Some(r);
-    }
-    let r = last.expect("at least one run");
-    let wall = median(&mut walls);
-    let ns = wall * 1e9 / r.events.max(1) as f64;
-    Ok(PerfRow {
-        threads,
-        events: r.events,
-        wall_s: wall,
-        ns_per_event: ns,
-        ns_per_event_log_p: ns / (threads as f64).log2().max(1.0),
-        simulated_t_par: r.t_par,
-    })
-}
-
 /// `keel sim perf`.
 pub fn run(args: &PerfArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    if args.threads.contains(&0) {
-        return Err(CliError::Usage("--threads must be at least 1".into()));
-    }
-    let calibration = load_calibration(args.calibration.as_deref())?;
-    // 1 µs per iteration: long enough that the counter does not saturate at
-    // P = 20, so the events are the claims of a loop doing real work.
-    let costs = IterationCosts::uniform(args.iterations, 1e-6).map_err(sim_error)?;
-    let bar = progress(args.threads.len() as u64 + 1, "sim perf", args.quiet);
-    let headline = point(&costs, 20, &args.schedule, calibration.overhead, args.reps)?;
-    bar.inc(1);
-    let mut rows = Vec::new();
-    for &p in &args.threads {
-        bar.set_message(format!("P = {p}"));
-        rows.push(point(
-            &costs,
-            p,
-            &args.schedule,
-            calibration.overhead,
-            args.reps,
-        )?);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let report = PerfReport {
-        schedule: args.schedule.clone(),
+    let config = PerfConfig {
         iterations: args.iterations,
-        headline_under_5s: headline.wall_s < 5.0,
-        headline,
-        rows,
+        threads: args.threads.clone(),
+        schedule: args.schedule.clone(),
+        reps: args.reps,
+        calibration: args.calibration.clone(),
     };
+    let mut bar = None;
+    let report = perf::run(&config, &mut |p| match p {
+        Progress::Total(n) => bar = Some(progress(n, "sim perf", args.quiet)),
+        Progress::Step(msg) => {
+            if let Some(bar) = &bar {
+                bar.set_message(msg.to_string());
+                bar.inc(1);
+            }
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;

@@ -27,36 +27,15 @@
 //! Kendall's τ between the two rankings, and whether every pair of
 //! schedules whose measured times are more than 5 % apart is ranked alike.
 
-use std::hint::black_box;
 use std::io::Write;
 use std::path::PathBuf;
-use std::str::FromStr;
-use std::time::Instant;
 
-use keel::pool::ThreadPool;
-use keel_policy::dls::registry;
-use keel_sim::loops::{Call, IterationCosts, Machine, Stepper};
-use keel_workloads::loops::{loop_workload, LoopWorkload};
-use serde::Serialize;
+use keel_experiments::sim::validate::{self, ValidateConfig, ERROR_GOAL_PERCENT, TAU_GOAL};
+use keel_experiments::sim::Progress;
 
-use super::{load_calibration, median, progress, sim_error};
+use super::progress;
 use crate::error::CliError;
 use crate::report;
-
-/// The accuracy goal, percent.
-pub const ERROR_GOAL_PERCENT: f64 = 10.0;
-
-/// The ranking goal.
-pub const TAU_GOAL: f64 = 0.8;
-
-/// Pairs further apart than this (relative) must be ranked alike.
-pub const PAIR_GAP: f64 = 0.05;
-
-/// Seconds of sequential warm-up before anything is measured.
-pub const WARM_UP_SECONDS: f64 = 1.0;
-
-/// The workloads validated by default.
-pub const WORKLOADS: [&str; 2] = ["mandelbrot", "lavamd"];
 
 /// `keel sim validate`.
 #[derive(Debug, clap::Args)]
@@ -90,327 +69,29 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// One schedule on one workload.
-#[derive(Debug, Clone, Serialize)]
-pub struct Row {
-    /// The schedule.
-    pub schedule: String,
-    /// Median measured T_par, seconds.
-    pub measured: f64,
-    /// Median simulated T_par, instance r on repeat r's sequential costs.
-    pub simulated: f64,
-    /// The median over repeats of (simulated_r / measured_r − 1) · 100:
-    /// each instance against the sequential pass taken next to it, which
-    /// takes out the machine's drift between repeats.
-    pub error_percent: f64,
-    /// Median simulated T_par on the per-iteration medians of all passes.
-    pub unpaired_simulated: f64,
-    /// (unpaired_simulated − measured) / measured · 100.
-    pub unpaired_error_percent: f64,
-}
-
-/// One workload's comparison.
-#[derive(Debug, Clone, Serialize)]
-pub struct WorkloadValidation {
-    /// The workload's full spec.
-    pub spec: String,
-    /// Iterations.
-    pub iterations: usize,
-    /// Σ of the per-iteration medians: the sequential time the costs imply.
-    pub sequential_from_costs: f64,
-    /// One per schedule.
-    pub rows: Vec<Row>,
-    /// Kendall's τ between the measured and simulated rankings.
-    pub kendall_tau: f64,
-    /// Pairs more than 5 % apart in the measurement.
-    pub distinct_pairs: usize,
-    /// Of those, the pairs the simulation ranks the other way.
-    pub misranked_pairs: Vec<(String, String)>,
-    /// Largest |error|, percent.
-    pub max_abs_error_percent: f64,
-    /// Every |error| ≤ 10 %.
-    pub errors_within_goal: bool,
-    /// τ ≥ 0.8 or every distinct pair ranked alike.
-    pub ranking_goal_met: bool,
-}
-
-/// The report.
-#[derive(Debug, Clone, Serialize)]
-pub struct ValidateReport {
-    /// Threads and workers.
-    pub threads: usize,
-    /// Instances and passes.
-    pub reps: usize,
-    /// The calibration used: its date and model.
-    pub calibration_date: String,
-    /// The overhead model used.
-    pub overhead: keel_sim::OverheadModel,
-    /// One per workload.
-    pub workloads: Vec<WorkloadValidation>,
-}
-
-/// Kendall's τ-a between two scorings of the same items: (concordant −
-/// discordant) / pairs; a tie in either counts as neither.
-pub fn kendall_tau(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return 1.0;
-    }
-    let mut score = 0i64;
-    for i in 0..n {
-        for j in i + 1..n {
-            let x = (a[i] - a[j]).partial_cmp(&0.0).map_or(0, |o| o as i64);
-            let y = (b[i] - b[j]).partial_cmp(&0.0).map_or(0, |o| o as i64);
-            score += x * y;
-        }
-    }
-    score as f64 / (n * (n - 1) / 2) as f64
-}
-
-/// Pairs whose measured times differ by more than [`PAIR_GAP`], and those
-/// the simulation orders the other way.
-pub fn pair_check(rows: &[Row]) -> (usize, Vec<(String, String)>) {
-    let mut distinct = 0;
-    let mut wrong = Vec::new();
-    for (i, a) in rows.iter().enumerate() {
-        for b in &rows[i + 1..] {
-            let (lo, hi) = (a.measured.min(b.measured), a.measured.max(b.measured));
-            if hi <= lo * (1.0 + PAIR_GAP) {
-                continue;
-            }
-            distinct += 1;
-            if (a.measured < b.measured) != (a.simulated < b.simulated) {
-                wrong.push((a.schedule.clone(), b.schedule.clone()));
-            }
-        }
-    }
-    (distinct, wrong)
-}
-
-/// Every canonical registry schedule (aliases `dynamic`, `guided` left out).
-pub fn default_schedules() -> Vec<String> {
-    registry()
-        .names()
-        .into_iter()
-        .filter(|n| n != "dynamic" && n != "guided")
-        .collect()
-}
-
-/// The cost of reading the clock twice, to subtract from each timing.
-fn clock_cost() -> f64 {
-    let mut empty: Vec<f64> = (0..1001)
-        .map(|_| {
-            let t = Instant::now();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    median(&mut empty)
-}
-
-/// One sequential pass over the loop, every iteration timed alone; pushes
-/// each time (less the clock's cost) onto its iteration's samples.
-pub fn sequential_pass(w: &dyn LoopWorkload, clock: f64, samples: &mut [Vec<f64>]) {
-    for (i, s) in samples.iter_mut().enumerate() {
-        let t = Instant::now();
-        black_box(w.run(i));
-        s.push((t.elapsed().as_secs_f64() - clock).max(0.0));
-    }
-}
-
-/// Runs the kernel sequentially for at least [`WARM_UP_SECONDS`] (two
-/// passes at least): this machine runs a kernel markedly slower for its
-/// first fraction of a second (up to 40 % on LavaMD), and whatever came
-/// first would carry it.
-fn warm_up(w: &dyn LoopWorkload) {
-    let started = Instant::now();
-    let mut passes = 0;
-    while passes < 2 || started.elapsed().as_secs_f64() < WARM_UP_SECONDS {
-        for i in 0..w.iterations() {
-            black_box(w.run(i));
-        }
-        passes += 1;
-    }
-}
-
-fn validate_workload(
-    w: &dyn LoopWorkload,
-    schedules: &[String],
-    args: &ValidateArgs,
-    machine: &Machine,
-    pool: &ThreadPool,
-    tick: &mut dyn FnMut(&str),
-) -> Result<WorkloadValidation, CliError> {
-    let spec = w.spec();
-    tick(&format!("{spec}: warm-up"));
-    warm_up(w);
-    // binlpt and greedy map by these hints in both contexts: the model's
-    // exact work, as `keel bench loops` passes them.
-    let hints: Vec<f64> = w.work().iter().map(|&u| u as f64).collect();
-    let ids: Vec<String> = schedules
-        .iter()
-        .map(|s| format!("keel sim validate/{spec}/{s}"))
-        .collect();
-    let parsed = schedules
-        .iter()
-        .map(|s| {
-            s.parse::<keel::Schedule>()
-                .map_err(|e| CliError::Usage(format!("{s}: {}", keel::LoopError::from(e))))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    // One untimed parallel instance warms the pool.
-    pool.parallel(0..w.iterations())
-        .schedule(keel::Schedule::from_str("static").map_err(|e| CliError::Usage(e.to_string()))?)
-        .id("keel sim validate/warm-up")
-        .try_for_each(|i| {
-            black_box(w.run(i));
-        })
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    // Each repeat: one sequential timing pass, then one instance of every
-    // schedule, so that the machine's drifts fall on the costs and on the
-    // measurements alike (the costs still come from sequential runs only).
-    let clock = clock_cost();
-    let mut samples = vec![Vec::with_capacity(args.reps); w.iterations()];
-    let mut measured = vec![Vec::with_capacity(args.reps); schedules.len()];
-    for rep in 0..args.reps {
-        tick(&format!(
-            "{spec}: sequential pass {}/{}",
-            rep + 1,
-            args.reps
-        ));
-        sequential_pass(w, clock, &mut samples);
-        for (k, schedule) in schedules.iter().enumerate() {
-            tick(&format!("{spec}: {schedule} ({}/{})", rep + 1, args.reps));
-            let summary = pool
-                .parallel(0..w.iterations())
-                .schedule(parsed[k].clone())
-                .id(ids[k].clone())
-                .workload(&hints)
-                .try_for_each(|i| {
-                    black_box(w.run(i));
-                })
-                .map_err(|e| CliError::Usage(format!("{schedule}: {e}")))?;
-            measured[k].push(summary.t_par);
-        }
-    }
-    // Repeat r's own costs (its sequential pass) for the paired figures,
-    // and the per-iteration medians over all passes for the plain ones.
-    let per_repeat = (0..args.reps)
-        .map(|r| IterationCosts::new(&samples.iter().map(|s| s[r]).collect::<Vec<f64>>()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(sim_error)?;
-    let costs: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
-    let sequential_from_costs = costs.iter().sum();
-    let costs = IterationCosts::new(&costs).map_err(sim_error)?;
-    let call = Call {
-        chunk: None,
-        hints: Some(&hints),
-    };
-
-    let mut rows = Vec::with_capacity(schedules.len());
-    for (schedule, times) in schedules.iter().zip(&measured) {
-        // Instance r of the loop on repeat r's costs, one stepper, so that
-        // adaptive schedules see the same history as on threads.
-        let mut paired = Stepper::new(machine.clone(), schedule, 1).map_err(sim_error)?;
-        let mut plain = Stepper::new(machine.clone(), schedule, 1).map_err(sim_error)?;
-        let mut simulated = Vec::with_capacity(args.reps);
-        let mut on_median_costs = Vec::with_capacity(args.reps);
-        let mut ratios = Vec::with_capacity(args.reps);
-        for (r, c) in per_repeat.iter().enumerate() {
-            let s = paired
-                .run_with("validate", c, call)
-                .map_err(sim_error)?
-                .t_par;
-            simulated.push(s);
-            ratios.push(s / times[r]);
-            on_median_costs.push(
-                plain
-                    .run_with("validate", &costs, call)
-                    .map_err(sim_error)?
-                    .t_par,
-            );
-        }
-        let m = median(&mut times.clone());
-        let unpaired = median(&mut on_median_costs);
-        rows.push(Row {
-            schedule: schedule.clone(),
-            measured: m,
-            simulated: median(&mut simulated),
-            error_percent: (median(&mut ratios) - 1.0) * 100.0,
-            unpaired_simulated: unpaired,
-            unpaired_error_percent: (unpaired - m) / m * 100.0,
-        });
-    }
-    let measured_times: Vec<f64> = rows.iter().map(|r| r.measured).collect();
-    let simulated_times: Vec<f64> = rows.iter().map(|r| r.simulated).collect();
-    let kendall_tau = kendall_tau(&measured_times, &simulated_times);
-    let (distinct_pairs, misranked_pairs) = pair_check(&rows);
-    let max_abs_error_percent = rows
-        .iter()
-        .map(|r| r.error_percent.abs())
-        .fold(0.0, f64::max);
-    Ok(WorkloadValidation {
-        spec,
-        iterations: w.iterations(),
-        sequential_from_costs,
-        kendall_tau,
-        distinct_pairs,
-        ranking_goal_met: kendall_tau >= TAU_GOAL || misranked_pairs.is_empty(),
-        misranked_pairs,
-        errors_within_goal: max_abs_error_percent <= ERROR_GOAL_PERCENT,
-        max_abs_error_percent,
-        rows,
-    })
-}
-
 /// `keel sim validate`.
 pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    if args.reps == 0 || args.threads == 0 {
-        return Err(CliError::Usage(
-            "--reps and --threads must be at least 1".into(),
-        ));
-    }
-    let calibration = load_calibration(args.calibration.as_deref())?;
-    let specs: Vec<String> = if args.workloads.is_empty() {
-        WORKLOADS.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.workloads.clone()
-    };
-    let workloads: Vec<Box<dyn LoopWorkload>> = specs
-        .iter()
-        .map(|s| loop_workload(s))
-        .collect::<Result<_, _>>()?;
-    let schedules = if args.schedules.is_empty() {
-        default_schedules()
-    } else {
-        args.schedules.clone()
-    };
-    // Every schedule must build before anything runs.
-    for s in &schedules {
-        keel_policy::select::parse_setting(s)?;
-    }
-    let machine = Machine::uniform(args.threads, calibration.overhead).map_err(sim_error)?;
-    let pool = ThreadPool::builder()
-        .threads(args.threads)
-        .build()
-        .map_err(|e| CliError::Usage(format!("cannot start the pool: {e}")))?;
-    let steps = workloads.len() * (1 + args.reps * (1 + schedules.len()));
-    let bar = progress(steps as u64, "sim validate", args.quiet);
-    let mut tick = |msg: &str| {
-        bar.set_message(msg.to_string());
-        bar.inc(1);
-    };
-    let results = workloads
-        .iter()
-        .map(|w| validate_workload(w.as_ref(), &schedules, args, &machine, &pool, &mut tick))
-        .collect::<Result<Vec<_>, _>>()?;
-    bar.finish_and_clear();
-    let report = ValidateReport {
+    let config = ValidateConfig {
+        workloads: args.workloads.clone(),
+        schedules: args.schedules.clone(),
         threads: args.threads,
         reps: args.reps,
-        calibration_date: calibration.date.clone(),
-        overhead: calibration.overhead,
-        workloads: results,
+        calibration: args.calibration.clone(),
     };
+    let mut bar = None;
+    let report = validate::run(&config, &mut |p| match p {
+        Progress::Total(n) => bar = Some(progress(n, "sim validate", args.quiet)),
+        Progress::Step(msg) => {
+            if let Some(bar) = &bar {
+                bar.set_message(msg.to_string());
+                bar.inc(1);
+            }
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
@@ -481,35 +162,4 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         )?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kendall_tau_of_known_rankings() {
-        assert_eq!(kendall_tau(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), 1.0);
-        assert_eq!(kendall_tau(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), -1.0);
-        // One swapped pair of three: (2 − 1)/3.
-        assert!((kendall_tau(&[1.0, 2.0, 3.0], &[1.0, 3.0, 2.0]) - 1.0 / 3.0).abs() < 1e-12);
-        assert_eq!(kendall_tau(&[1.0], &[2.0]), 1.0);
-    }
-
-    #[test]
-    fn only_pairs_far_apart_must_agree() {
-        let row = |s: &str, m: f64, sim: f64| Row {
-            schedule: s.into(),
-            measured: m,
-            simulated: sim,
-            error_percent: 0.0,
-            unpaired_simulated: sim,
-            unpaired_error_percent: 0.0,
-        };
-        // a/b are 2 % apart (free), a/c and b/c are far apart.
-        let rows = [row("a", 1.0, 1.1), row("b", 1.02, 1.0), row("c", 2.0, 0.5)];
-        let (distinct, wrong) = pair_check(&rows);
-        assert_eq!(distinct, 2);
-        assert_eq!(wrong.len(), 2);
-    }
 }

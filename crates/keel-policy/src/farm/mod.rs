@@ -62,6 +62,8 @@ mod on_demand;
 mod rr;
 mod shortest_queue;
 
+pub mod known_split;
+
 use std::fmt;
 
 pub use arrs::{Arrs, DEFAULT_CHUNK_SIZE, NEAR_END_PER_WORKER};

@@ -736,19 +736,8 @@ impl LoopSelector {
 }
 
 /// The median of `values` (the mean of the middle two for an even count),
-/// sorting them in place; NaN for none.
-pub(crate) fn median_in_place(values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_unstable_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        0.5 * (values[n / 2 - 1] + values[n / 2])
-    }
-}
+/// sorting them in place; NaN for none. See [`crate::stats::median`].
+pub(crate) use crate::stats::median as median_in_place;
 
 #[cfg(test)]
 mod testing;

@@ -4,60 +4,33 @@
 use std::io::Write;
 use std::path::Path;
 
-use keel_sim::cluster::scenarios::{fig5_findings, fig5_sweep, Fig5Point};
-use keel_sim::cluster::OsModel;
+use keel_experiments::sim::cosched::{self as lab, fig5_policies, policy_name, Fig5Config};
+use keel_sim::cluster::scenarios::Fig5Point;
 use keel_workloads::bsp;
 use keel_workloads::bsp::Pattern;
 
 use super::tables::{label, write_setup};
-use super::{sim_error, Common, Fig5Args, Fig5Report, Setup};
+use super::{with_progress, Common, Fig5Args};
 use crate::error::CliError;
 use crate::report;
 
 pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
-    let scale = common.scale()?;
-    let specs = common.specs(&scenarios_fig5_policies())?;
+    let setup = common.setup();
+    let config = Fig5Config {
+        granularities: a.granularities.clone(),
+        variabilities: a.variabilities.clone(),
+        patterns: a.patterns.clone(),
+    };
+    let report = with_progress("sim cosched fig5", common.quiet, |p| {
+        lab::fig5(&config, &setup, p)
+    })?;
+    // Both were checked by the sweep.
+    let specs = setup.specs(&fig5_policies())?;
     let patterns = a
         .patterns
         .iter()
         .map(|p| Pattern::parse(p))
         .collect::<Result<Vec<_>, _>>()?;
-    if a.granularities.is_empty() || a.variabilities.is_empty() || patterns.is_empty() {
-        return Err(CliError::Usage(
-            "fig5 needs at least one granularity, variability and pattern".into(),
-        ));
-    }
-    // Checked before the sweep: a bad value fails at once, not an hour in.
-    for &g in &a.granularities {
-        bsp::fig5(g, 0.0, Pattern::Barrier)?;
-    }
-    for &v in &a.variabilities {
-        bsp::fig5(0.004, v, Pattern::Barrier)?;
-    }
-    let model = common.model(bsp::CLUSTER_NODES, bsp::PES_PER_NODE, OsModel::linux_2_4())?;
-    let total = patterns.len() * a.granularities.len() * a.variabilities.len() * specs.len();
-    let bar = crate::sim::progress(total as u64, "sim cosched fig5", common.quiet);
-    let points = fig5_sweep(
-        &patterns,
-        &a.granularities,
-        &a.variabilities,
-        &specs,
-        &model,
-        scale,
-        &mut || bar.inc(1),
-    );
-    bar.finish_and_clear();
-    let points = points.map_err(sim_error)?;
-    let findings = fig5_findings(&points);
-    let report = Fig5Report {
-        setup: Setup {
-            seed: common.seed,
-            scale,
-            model,
-        },
-        points,
-        findings,
-    };
     // The tables come first, the plots after: a plot that cannot be
     // written must not throw away what was computed; its failure is still
     // the command's error, naming the path.
@@ -146,14 +119,6 @@ pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result
         writeln!(out, "plots: {}", dir.display())?;
     }
     Ok(())
-}
-
-fn scenarios_fig5_policies() -> [&'static str; 4] {
-    ["gs", "fcfs", "fcs", "sb"]
-}
-
-pub(super) fn policy_name(spec: &str) -> String {
-    spec.split(':').next().unwrap_or(spec).trim().to_string()
 }
 
 fn plot_fig5(

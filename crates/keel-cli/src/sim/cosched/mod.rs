@@ -21,11 +21,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use keel_sim::cluster::scenarios::{run_table, Fig5Point, Finding, ScenarioTable};
-use keel_sim::cluster::{CommClock, CoschedModel, CpuClock, OsModel};
-use keel_sim::SimError;
-use keel_workloads::bsp::{self, BspScenario};
-use serde::Serialize;
+use keel_experiments::sim::cosched::{CoschedSetup, TablesReport, SWF_GRANULARITY};
+use keel_experiments::sim::Progress;
+use keel_sim::cluster::scenarios::ScenarioTable;
+use keel_workloads::bsp;
 
 use super::bounds;
 use crate::error::CliError;
@@ -41,14 +40,6 @@ use fig5::fig5;
 use swf::swf_run;
 use tables::{apps, write_setup};
 use verify::verify;
-
-/// The iteration scale of `--quick`.
-pub const QUICK_SCALE: f64 = 0.02;
-
-/// Default compute seconds per iteration of a job replayed from an SWF log:
-/// coarse enough that a job of hours stays cheap to simulate, fine enough
-/// that jobs synchronise hundreds of times per time-slice rotation.
-pub const SWF_GRANULARITY: f64 = 0.1;
 
 /// `keel sim cosched`.
 #[derive(Debug, clap::Args)]
@@ -147,67 +138,47 @@ pub struct Common {
 }
 
 impl Common {
-    fn scale(&self) -> Result<f64, CliError> {
-        let scale = if self.quick { QUICK_SCALE } else { self.scale };
-        if !(scale.is_finite() && scale > 0.0) {
-            return Err(CliError::Usage(format!(
-                "--scale {} is invalid: expected a finite number > 0",
-                bounds::shown(scale)
-            )));
+    /// The library's setup: every option but the output's.
+    fn setup(&self) -> CoschedSetup {
+        CoschedSetup {
+            policies: self.policies.clone(),
+            seed: self.seed,
+            scale: self.scale,
+            quick: self.quick,
+            comm_clock: self.comm_clock.clone(),
+            cpu_clock: self.cpu_clock.clone(),
+            latency: self.latency,
+            context_switch: self.context_switch,
+            os: self.os.clone(),
+            os_quantum: self.os_quantum,
+            os_tick: self.os_tick,
+            wakeup: self.wakeup,
         }
-        Ok(scale)
     }
+}
 
-    /// The model for a `nodes` × `pes_per_node` machine on the kernel
-    /// `--os` names (else `default_os`), with every override applied,
-    /// validated.
-    fn model(
-        &self,
-        nodes: usize,
-        pes_per_node: usize,
-        default_os: OsModel,
-    ) -> Result<CoschedModel, CliError> {
-        let mut m = CoschedModel::new(nodes, pes_per_node)
-            .map_err(sim_error)?
-            .with_seed(self.seed);
-        m.os = match &self.os {
-            Some(name) => OsModel::named(name).map_err(sim_error)?,
-            None => default_os,
-        };
-        m.comm_clock = CommClock::parse(&self.comm_clock).map_err(sim_error)?;
-        m.cpu_clock = CpuClock::parse(&self.cpu_clock).map_err(sim_error)?;
-        if let Some(v) = self.latency {
-            m.net.latency = v;
+/// Runs `experiment` with a progress bar labelled `what` (hidden by
+/// `--quiet`), cleared before the result is returned.
+fn with_progress<T>(
+    what: &str,
+    quiet: bool,
+    experiment: impl FnOnce(
+        &mut dyn FnMut(Progress<'_>),
+    ) -> Result<T, keel_experiments::ExperimentError>,
+) -> Result<T, CliError> {
+    let mut bar = None;
+    let result = experiment(&mut |p| match p {
+        Progress::Total(n) => bar = Some(super::progress(n, what, quiet)),
+        Progress::Step(_) => {
+            if let Some(bar) = &bar {
+                bar.inc(1);
+            }
         }
-        if let Some(v) = self.context_switch {
-            m.cluster.context_switch = v;
-        }
-        if let Some(v) = self.os_quantum {
-            m.os.quantum = v;
-        }
-        if let Some(v) = self.os_tick {
-            m.os.tick = v;
-        }
-        if let Some(v) = self.wakeup {
-            m.os.wakeup = v;
-        }
-        m.validate().map_err(sim_error)?;
-        Ok(m)
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
-
-    /// The specs to run, each checked before any simulation starts.
-    fn specs(&self, defaults: &[&str]) -> Result<Vec<String>, CliError> {
-        let specs: Vec<String> = if self.policies.is_empty() {
-            defaults.iter().map(|s| s.to_string()).collect()
-        } else {
-            self.policies.iter().map(|s| s.trim().to_string()).collect()
-        };
-        for spec in &specs {
-            keel_policy::cosched::parse(spec)
-                .map_err(|e| CliError::Usage(format!("cosched policy `{spec}`: {e}")))?;
-        }
-        Ok(specs)
-    }
+    Ok(result?)
 }
 
 /// `keel sim cosched verify`.
@@ -298,76 +269,6 @@ pub struct SwfArgs {
     pub reject_wide: bool,
 }
 
-/// The model's constants, as reported.
-#[derive(Debug, Clone, Serialize)]
-pub struct Setup {
-    /// Seed.
-    pub seed: u64,
-    /// Iteration scale.
-    pub scale: f64,
-    /// The model (machine of the first scenario; the constants are shared).
-    pub model: CoschedModel,
-}
-
-/// `verify` and `apps`.
-#[derive(Debug, Clone, Serialize)]
-pub struct TablesReport {
-    /// Constants.
-    pub setup: Setup,
-    /// One table per scenario.
-    pub tables: Vec<ScenarioTable>,
-}
-
-/// `fig5`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Fig5Report {
-    /// Constants.
-    pub setup: Setup,
-    /// Every point.
-    pub points: Vec<Fig5Point>,
-    /// The paper's observations, checked.
-    pub findings: Vec<Finding>,
-}
-
-/// One policy on an SWF log.
-#[derive(Debug, Clone, Serialize)]
-pub struct SwfRow {
-    /// The policy's registry name.
-    pub policy: String,
-    /// First submission to last completion, seconds.
-    pub makespan: f64,
-    /// Mean turnaround, seconds.
-    pub mean_turnaround: f64,
-    /// Mean of turnaround over the job's dedicated time.
-    pub mean_slowdown: f64,
-    /// Fraction of PE time spent computing.
-    pub utilisation: f64,
-}
-
-/// `swf`.
-#[derive(Debug, Clone, Serialize)]
-pub struct SwfReport {
-    /// Constants.
-    pub setup: Setup,
-    /// The log.
-    pub file: String,
-    /// Jobs replayed.
-    pub jobs: usize,
-    /// Jobs the log had that could not be replayed (unknown width or run
-    /// time, width 0, wider than the cluster) or were past `--limit`.
-    pub skipped: usize,
-    /// One row per policy.
-    pub rows: Vec<SwfRow>,
-}
-
-fn sim_error(e: SimError) -> CliError {
-    CliError::Usage(format!("sim cosched: {e}"))
-}
-
-fn scaled(s: BspScenario, scale: f64) -> Result<BspScenario, CliError> {
-    s.scaled(scale).map_err(CliError::from)
-}
-
 /// `keel sim cosched ...`.
 pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
@@ -378,36 +279,17 @@ pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
-fn pick(name: &str, all: Vec<BspScenario>, flag: &str) -> Result<Vec<BspScenario>, CliError> {
-    if name == "all" {
-        return Ok(all);
-    }
-    let valid: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
-    let chosen: Vec<BspScenario> = all.into_iter().filter(|s| s.name == name).collect();
-    if chosen.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{flag} `{name}` is unknown; valid: all, {}",
-            valid.join(", ")
-        )));
-    }
-    Ok(chosen)
-}
-
 /// How a table is printed as text.
 type TableWriter = fn(&mut dyn Write, &ScenarioTable) -> Result<(), CliError>;
 
 fn tables(
-    scenarios: Vec<BspScenario>,
-    defaults: &[&str],
-    default_os: OsModel,
+    report: &TablesReport,
     common: &Common,
-    what: &str,
     write: TableWriter,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let report = compute_tables(scenarios, defaults, default_os, common, what)?;
     if common.json {
-        serde_json::to_writer(&mut *out, &report)?;
+        serde_json::to_writer(&mut *out, report)?;
         writeln!(out)?;
         return Ok(());
     }
@@ -417,78 +299,4 @@ fn tables(
         write(out, t)?;
     }
     Ok(())
-}
-
-/// Simulates every scenario under every policy.
-fn compute_tables(
-    scenarios: Vec<BspScenario>,
-    defaults: &[&str],
-    default_os: OsModel,
-    common: &Common,
-    what: &str,
-) -> Result<TablesReport, CliError> {
-    let scale = common.scale()?;
-    let specs = common.specs(defaults)?;
-    common.model(1, 1, default_os)?;
-    let scenarios = scenarios
-        .into_iter()
-        .map(|s| scaled(s, scale))
-        .collect::<Result<Vec<_>, _>>()?;
-    let bar = super::progress((scenarios.len() * specs.len()) as u64, what, common.quiet);
-    let mut done = Vec::new();
-    let mut model = None;
-    for s in &scenarios {
-        let m = common.model(s.nodes, s.pes_per_node, default_os)?;
-        let table = run_table(s, &m, &specs, &mut || bar.inc(1));
-        done.push(table.map_err(sim_error)?);
-        model.get_or_insert(m);
-    }
-    bar.finish_and_clear();
-    let Some(model) = model else {
-        return Err(CliError::Usage("no scenario to run".into()));
-    };
-    Ok(TablesReport {
-        setup: Setup {
-            seed: common.seed,
-            scale,
-            model,
-        },
-        tables: done,
-    })
-}
-
-/// One scheduler of a scaled scenario, simulated and run for real.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgainstRow {
-    /// The scheduler.
-    pub policy: String,
-    /// The real Max (the median run's), seconds.
-    pub real_max: f64,
-    /// Every real run's makespan, seconds.
-    pub real_runs: Vec<f64>,
-    /// The simulated Max, seconds.
-    pub simulated_max: f64,
-    /// (simulated − real) / real · 100.
-    pub error_percent: f64,
-}
-
-/// A scaled scenario's simulation against its real runs.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgainstTable {
-    /// The simulated scenario's name.
-    pub scenario: String,
-    /// One row per scheduler both ran.
-    pub rows: Vec<AgainstRow>,
-    /// Pairs of schedulers.
-    pub pairs: usize,
-    /// Pairs the simulation orders as the real runs do.
-    pub pairs_alike: usize,
-    /// Pairs whose real runs do not overlap (every run of one scheduler
-    /// ended before every run of the other): the orderings noise cannot
-    /// explain.
-    pub separated_pairs: usize,
-    /// Of those, the pairs ordered alike.
-    pub separated_alike: usize,
-    /// The pairs ordered differently, `(a, b, separated)`.
-    pub disagreements: Vec<(String, String, bool)>,
 }

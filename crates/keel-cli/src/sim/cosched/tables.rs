@@ -3,24 +3,19 @@
 
 use std::io::Write;
 
-use keel_sim::cluster::scenarios::{ScenarioTable, APP_POLICIES, FCS_GOAL};
-use keel_sim::cluster::{scenarios, OsModel};
+use keel_experiments::sim::cosched::{self as lab, Setup};
+use keel_sim::cluster::scenarios::{ScenarioTable, FCS_GOAL};
 
-use super::{pick, tables, AppsArgs, Common, Setup};
+use super::{tables, with_progress, AppsArgs, Common};
 use crate::error::CliError;
 use crate::report;
 
 pub(super) fn apps(a: &AppsArgs, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
-    let chosen = pick(&a.mix, scenarios::application_scenarios(), "--mix")?;
-    tables(
-        chosen,
-        &APP_POLICIES,
-        OsModel::linux_2_4(),
-        common,
-        "sim cosched apps",
-        write_table,
-        out,
-    )
+    let setup = common.setup();
+    let report = with_progress("sim cosched apps", common.quiet, |p| {
+        lab::apps(&a.mix, &setup, p)
+    })?;
+    tables(&report, common, write_table, out)
 }
 
 pub(super) fn write_setup(out: &mut dyn Write, s: &Setup) -> Result<(), CliError> {

@@ -10,13 +10,14 @@ use super::harness::{
     build, build_labelled, compare, compare_farms, farm_error, fast_speed, primes_run,
     primes_run_timed, sizes,
 };
-use super::known_split::KnownSpeedSplit;
-use super::{Experiment, Overhead, Plan, KNOWN_SPLIT};
-use crate::error::CliError;
-use crate::report::median;
+use keel_policy::farm::known_split::{KnownSpeedSplit, KNOWN_SPLIT};
+use keel_policy::stats::median;
+
+use super::{Experiment, Overhead, Plan};
+use crate::error::Result;
 
 /// (a) uniform tasks.
-pub(super) fn experiment_a(plan: &Plan) -> Result<Experiment, CliError> {
+pub fn experiment_a(plan: &Plan) -> Result<Experiment> {
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
@@ -45,7 +46,7 @@ pub(super) fn experiment_a(plan: &Plan) -> Result<Experiment, CliError> {
 }
 
 /// (b) one fast worker, against Eq. 2.
-pub(super) fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
+pub fn experiment_b(plan: &Plan) -> Result<Experiment> {
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
     let base = Primes::parse("primes:fast-workers=1")?;
     let s = fast_speed(&base);
@@ -91,7 +92,7 @@ pub(super) fn experiment_b(plan: &Plan) -> Result<Experiment, CliError> {
 }
 
 /// (c) three workers, two sharing core 0.
-pub(super) fn experiment_c(plan: &Plan) -> Result<Experiment, CliError> {
+pub fn experiment_c(plan: &Plan) -> Result<Experiment> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = (cores >= 2).then(|| vec![0, 0, 1]);
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
@@ -124,7 +125,7 @@ pub(super) fn experiment_c(plan: &Plan) -> Result<Experiment, CliError> {
 }
 
 /// (d) very short uniform tasks.
-pub(super) fn experiment_d(plan: &Plan) -> Result<Experiment, CliError> {
+pub fn experiment_d(plan: &Plan) -> Result<Experiment> {
     let policies = ["rr", "arrs", "arrs-adaptive"];
     let mut rows = Vec::new();
     for n in sizes(plan, &[68_000], &[68_000, 136_000, 272_000]) {
@@ -153,7 +154,7 @@ pub(super) fn experiment_d(plan: &Plan) -> Result<Experiment, CliError> {
 }
 
 /// (e) the feedback farm.
-pub(super) fn experiment_e(plan: &Plan) -> Result<Experiment, CliError> {
+pub fn experiment_e(plan: &Plan) -> Result<Experiment> {
     let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
     let tasks = if plan.quick { 300 } else { 1000 };
     let mut rows = Vec::new();
@@ -192,7 +193,7 @@ pub(super) fn experiment_e(plan: &Plan) -> Result<Experiment, CliError> {
 /// Per-item cost with empty tasks: `rr` and `arrs` alternate run by run
 /// (this machine's speed drifts by tens of percent within minutes), and
 /// `arrs`'s ratio to `rr` is the median of the ratios of paired runs.
-pub(super) fn overhead(plan: &Plan) -> Result<Vec<Overhead>, CliError> {
+pub fn overhead(plan: &Plan) -> Result<Vec<Overhead>> {
     let items = if plan.quick { 300_000 } else { 2_000_000 };
     let reps = plan.runs.max(3);
     let policies = ["rr", "arrs"];

@@ -1,15 +1,9 @@
 //! The noise of a paired difference: Student's 95 % interval over the
 //! repeats, and the verdict of `auto,keel` against another method.
 
-use super::VersusKeel;
-use crate::report;
+use keel_policy::stats;
 
-/// Two-sided 95 % quantiles of Student's t for 1 … 30 degrees of freedom.
-const T_975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
+use super::VersusKeel;
 
 /// Half-width of the 95 % interval of the mean of `samples` (`None` for
 /// fewer than two). With three repeats t is 4.3: an interval from so few
@@ -19,8 +13,8 @@ pub(super) fn interval_95(samples: &[f64]) -> Option<f64> {
     if n < 2 {
         return None;
     }
-    let t = T_975.get(n - 2).copied().unwrap_or(1.96);
-    Some(t * report::mean_se(samples).1)
+    let t = stats::student_t975_normal_tail(n - 1)?;
+    Some(t * stats::mean_se(samples).1)
 }
 
 /// The verdict on `difference` (points, negative when `auto,keel` is

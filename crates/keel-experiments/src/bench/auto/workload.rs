@@ -11,8 +11,8 @@ use keel_workloads::steps::SteppedWorkload;
 use super::noise::versus_keel;
 use super::program::{run_interleaved, sum_of_instance_medians, ChunkMode, Program, ProgramRun};
 use super::{ConfigResult, MethodResult, WorkloadReport, METHODS, PINNED_STATIC};
-use crate::error::CliError;
-use crate::report::median;
+use crate::error::Result;
+use keel_policy::stats::median;
 
 /// Runs the whole evaluation of one workload.
 pub fn bench_workload(
@@ -20,7 +20,7 @@ pub fn bench_workload(
     reps: usize,
     threads: usize,
     progress: &mut dyn FnMut(&str),
-) -> Result<WorkloadReport, CliError> {
+) -> Result<WorkloadReport> {
     let spec = w.spec();
     // Loop name of every instance, in program order.
     let names: Vec<&'static str> = (0..w.steps())

@@ -1,6 +1,15 @@
 //! Building the farms and timing policies against each other: the runs
 //! interleaved, the rows with `S` and its standard error, and the prime
 //! workload's run closures and speed ratio.
+//!
+//! ```
+//! use keel_experiments::bench::farm::harness::{build, primes_run};
+//! use keel_workloads::farm::Primes;
+//! let w = Primes::parse("primes:tasks=20,limit=50").unwrap();
+//! let mut farm = build("rr", 2, None).unwrap();
+//! let report = primes_run(w)(&mut farm).unwrap();
+//! assert_eq!(report.per_worker.iter().sum::<u64>(), 20);
+//! ```
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,28 +19,27 @@ use keel::farm::{Farm, FarmReport};
 use keel_workloads::farm::{count_primes, Primes};
 
 use super::{Plan, Row};
-use crate::error::CliError;
-use crate::report::{mean_se, median};
+use keel_policy::stats::{mean_se, median};
 
-pub(super) fn build(
-    policy: &str,
-    workers: usize,
-    pin: Option<Vec<usize>>,
-) -> Result<Farm, CliError> {
+use crate::error::{ExperimentError, Result};
+
+/// A farm of `workers` under the registry policy `policy`, pinned to
+/// `pin`'s cores when given.
+pub fn build(policy: &str, workers: usize, pin: Option<Vec<usize>>) -> Result<Farm> {
     let mut b = Farm::builder().workers(workers).policy(policy);
     if let Some(cores) = pin {
         b = b.pin(cores);
     }
     b.build()
-        .map_err(|e| CliError::Usage(format!("farm `{policy}`: {e}")))
+        .map_err(|e| ExperimentError::Invalid(format!("farm `{policy}`: {e}")))
 }
 
 /// One farm per policy, labelled with its spec.
-pub(super) fn build_labelled(
+pub(crate) fn build_labelled(
     policies: &[&str],
     workers: usize,
     pin: Option<Vec<usize>>,
-) -> Result<Vec<(String, Farm)>, CliError> {
+) -> Result<Vec<(String, Farm)>> {
     policies
         .iter()
         .map(|p| Ok((p.to_string(), build(p, workers, pin.clone())?)))
@@ -40,15 +48,15 @@ pub(super) fn build_labelled(
 
 /// Times `policies` on one task set, interleaved run by run; the first
 /// policy is the reference (`rr`).
-pub(super) fn compare(
+pub(crate) fn compare(
     plan: &Plan,
     size: usize,
     policies: &[&str],
     workers: usize,
     pin: Option<Vec<usize>>,
     model: Option<f64>,
-    mut run: impl FnMut(&mut Farm) -> Result<FarmReport, CliError>,
-) -> Result<Vec<Row>, CliError> {
+    mut run: impl FnMut(&mut Farm) -> Result<FarmReport>,
+) -> Result<Vec<Row>> {
     let farms = build_labelled(policies, workers, pin)?;
     compare_farms(plan, size, farms, model, |farm| {
         Ok(Measured {
@@ -59,19 +67,19 @@ pub(super) fn compare(
 }
 
 /// One timed run, and where measured, each worker's seconds in tasks.
-pub(super) struct Measured {
+pub(crate) struct Measured {
     report: FarmReport,
     busy_s: Option<Vec<f64>>,
 }
 
 /// [`compare`] over farms already built, each with its row label.
-pub(super) fn compare_farms(
+pub(crate) fn compare_farms(
     plan: &Plan,
     size: usize,
     mut farms: Vec<(String, Farm)>,
     model: Option<f64>,
-    mut run: impl FnMut(&mut Farm) -> Result<Measured, CliError>,
-) -> Result<Vec<Row>, CliError> {
+    mut run: impl FnMut(&mut Farm) -> Result<Measured>,
+) -> Result<Vec<Row>> {
     let policies: Vec<String> = farms.iter().map(|(label, _)| label.clone()).collect();
     let mut times = vec![Vec::with_capacity(plan.runs); policies.len()];
     let mut last = vec![Vec::new(); policies.len()];
@@ -117,11 +125,12 @@ pub(super) fn compare_farms(
         .collect())
 }
 
-pub(super) fn farm_error(e: keel::farm::FarmError) -> CliError {
-    CliError::Usage(format!("farm: {e}"))
+pub(crate) fn farm_error(e: keel::farm::FarmError) -> ExperimentError {
+    ExperimentError::Invalid(format!("farm: {e}"))
 }
 
-pub(super) fn primes_run(w: Primes) -> impl FnMut(&mut Farm) -> Result<FarmReport, CliError> {
+/// A run of the prime-counting tasks of `w` on a farm.
+pub fn primes_run(w: Primes) -> impl FnMut(&mut Farm) -> Result<FarmReport> {
     move |farm| {
         farm.run(0..w.tasks, |me, _| {
             black_box(w.run(me.index));
@@ -132,7 +141,7 @@ pub(super) fn primes_run(w: Primes) -> impl FnMut(&mut Farm) -> Result<FarmRepor
 
 /// [`primes_run`], also timing each worker's tasks (two clock reads per
 /// task: under 0.1 % of a 0.14 ms task).
-pub(super) fn primes_run_timed(w: Primes, farm: &mut Farm) -> Result<Measured, CliError> {
+pub(crate) fn primes_run_timed(w: Primes, farm: &mut Farm) -> Result<Measured> {
     let busy_ns: Vec<AtomicU64> = (0..farm.workers()).map(|_| AtomicU64::new(0)).collect();
     let report = farm
         .run(0..w.tasks, |me, _| {
@@ -153,7 +162,7 @@ pub(super) fn primes_run_timed(w: Primes, farm: &mut Farm) -> Result<Measured, C
     })
 }
 
-pub(super) fn sizes(plan: &Plan, quick: &[usize], full: &[usize]) -> Vec<usize> {
+pub(crate) fn sizes(plan: &Plan, quick: &[usize], full: &[usize]) -> Vec<usize> {
     if plan.quick { quick } else { full }.to_vec()
 }
 
@@ -161,7 +170,7 @@ pub(super) fn sizes(plan: &Plan, quick: &[usize], full: &[usize]) -> Vec<usize> 
 /// fast batches alternate and the median of the paired ratios is taken, so
 /// that a drift of this machine's speed during the measurement (tens of
 /// percent within minutes here) does not enter the ratio.
-pub(super) fn fast_speed(w: &Primes) -> f64 {
+pub fn fast_speed(w: &Primes) -> f64 {
     let batch = |limit: u32| {
         let t = Instant::now();
         for _ in 0..20 {

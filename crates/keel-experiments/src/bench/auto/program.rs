@@ -9,7 +9,7 @@ use keel::loops::{record, LoopId, LoopRecord};
 use keel::policy::select::{self, oracle::LoopTimes};
 use keel_workloads::steps::SteppedWorkload;
 
-use crate::error::CliError;
+use crate::error::{ExperimentError, Result};
 
 /// One run of a program: the time of every loop call, in program order, and
 /// the record of every loop afterwards.
@@ -31,7 +31,7 @@ impl ProgramRun {
 /// Oracle whose per-instance medians filter them out (measured here on
 /// LavaMD: the two estimates of the same repeats differed by 1–4 %, and
 /// by more, either way, when one repeat ran slow throughout).
-pub(super) fn sum_of_instance_medians(runs: &[ProgramRun]) -> Result<f64, CliError> {
+pub(super) fn sum_of_instance_medians(runs: &[ProgramRun]) -> Result<f64> {
     // One "schedule" (this configuration) per repeat: `LoopTimes` takes the
     // element-wise medians exactly as it does for the fixed configurations.
     let repeats: Vec<Vec<Vec<f64>>> = runs.iter().map(|r| vec![r.times.clone()]).collect();
@@ -72,9 +72,9 @@ impl<'a> Program<'a> {
         w: &dyn SteppedWorkload,
         step: usize,
         threads: usize,
-    ) -> Result<(), CliError> {
+    ) -> Result<()> {
         let schedule: keel::Schedule = self.schedule.parse().map_err(|e| {
-            CliError::Usage(format!("{}: {}", self.schedule, keel::LoopError::from(e)))
+            ExperimentError::Invalid(format!("{}: {}", self.schedule, keel::LoopError::from(e)))
         })?;
         for (c, call) in w.calls(step).iter().enumerate() {
             let tag = &self.tag;
@@ -95,7 +95,7 @@ impl<'a> Program<'a> {
             l.try_for_each(|i| {
                 black_box(w.run(step, c, i));
             })
-            .map_err(|e| CliError::Usage(format!("{}: {e}", self.schedule)))?;
+            .map_err(|e| ExperimentError::Invalid(format!("{}: {e}", self.schedule)))?;
             self.times.push(started.elapsed().as_secs_f64());
         }
         Ok(())
@@ -125,7 +125,7 @@ pub(super) fn run_interleaved(
     w: &dyn SteppedWorkload,
     programs: &mut [Program<'_>],
     threads: usize,
-) -> Result<(), CliError> {
+) -> Result<()> {
     let count = programs.len();
     for step in 0..w.steps() {
         for turn in 0..count {

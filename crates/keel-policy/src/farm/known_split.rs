@@ -1,8 +1,24 @@
-//! The `known-split` baseline of (b): a dispatch told the workers' speeds.
+//! The known-speed split: a dispatch told the workers' speeds in advance.
+//! It is a baseline, not a registry policy (no spec builds it): `keel bench
+//! farm`'s experiment (b) runs it beside the policies to measure what
+//! balancing can reach on a machine whose workers slow each other down.
+//!
+//! ```
+//! use keel_policy::farm::known_split::KnownSpeedSplit;
+//! use keel_policy::farm::{Dispatch, FarmConfig, ScriptedQueues};
+//! let mut split = KnownSpeedSplit::new(vec![3.0, 1.0]);
+//! split.start(&FarmConfig::new(2, None).unwrap()).unwrap();
+//! let view = ScriptedQueues::new(2);
+//! let sent: Vec<usize> = (0..8).map(|_| split.next(&view).worker().unwrap()).collect();
+//! // Worker 0 is three times as fast: 6 of 8 items, spread over the stream.
+//! assert_eq!(sent.iter().filter(|&&w| w == 0).count(), 6);
+//! ```
 
-use keel::farm::{Decision, Dispatch, FarmConfig, QueueView};
+use super::{Decision, Dispatch, FarmConfig, FarmError, QueueView};
+use crate::Spec;
 
-use super::KNOWN_SPLIT;
+/// The label of [`KnownSpeedSplit`] in reports.
+pub const KNOWN_SPLIT: &str = "known-split";
 
 /// A baseline for (b), not a farm policy: it is told the workers' speeds
 /// in advance and sends each worker its share of the items (proportional
@@ -13,7 +29,7 @@ use super::KNOWN_SPLIT;
 /// policies, and the policies' shortfall from the model splits into theirs
 /// and the machine's.
 #[derive(Debug)]
-pub(super) struct KnownSpeedSplit {
+pub struct KnownSpeedSplit {
     /// Relative speed of each worker (workers past the list count as 1).
     speeds: Vec<f64>,
     /// `speeds` resolved for the stream's workers, and their sum.
@@ -23,7 +39,9 @@ pub(super) struct KnownSpeedSplit {
 }
 
 impl KnownSpeedSplit {
-    pub(super) fn new(speeds: Vec<f64>) -> Self {
+    /// A split for workers of relative `speeds` (workers past the list
+    /// count as 1).
+    pub fn new(speeds: Vec<f64>) -> Self {
         KnownSpeedSplit {
             speeds,
             weights: Vec::new(),
@@ -34,13 +52,12 @@ impl KnownSpeedSplit {
 }
 
 impl Dispatch for KnownSpeedSplit {
-    /// A label only: the bench builds this baseline itself, the farm
-    /// registry does not know it.
-    fn spec(&self) -> keel_policy::Spec {
-        keel_policy::Spec::named(KNOWN_SPLIT)
+    /// A label only: the farm registry does not know this baseline.
+    fn spec(&self) -> Spec {
+        Spec::named(KNOWN_SPLIT)
     }
 
-    fn start(&mut self, config: &FarmConfig) -> Result<(), keel_policy::farm::FarmError> {
+    fn start(&mut self, config: &FarmConfig) -> Result<(), FarmError> {
         let config = FarmConfig::new(config.workers, config.capacity)?;
         self.weights = (0..config.workers)
             .map(|w| self.speeds.get(w).copied().unwrap_or(1.0))
@@ -75,7 +92,7 @@ impl Dispatch for KnownSpeedSplit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keel_policy::farm::ScriptedQueues;
+    use crate::farm::ScriptedQueues;
 
     fn shares(speeds: Vec<f64>, items: usize) -> Vec<usize> {
         let mut split = KnownSpeedSplit::new(speeds);

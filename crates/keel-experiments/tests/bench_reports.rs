@@ -1,0 +1,200 @@
+//! `keel bench loops` and `keel bench auto` as typed reports. Timings are
+//! never asserted; the structure, the chunk counts each schedule promises,
+//! the error rows and the relations between the summaries are.
+
+use std::sync::{Mutex, MutexGuard};
+
+use keel_experiments::bench::auto::{self, AutoConfig};
+use keel_experiments::bench::loops::{self, LoopsConfig};
+use keel_experiments::ExperimentError;
+
+/// The benches run on Keel's global pool and read back their loops'
+/// records, as each would in a process of its own: tests in this binary
+/// take turns.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn small() -> Vec<String> {
+    vec![
+        "mandelbrot:width=32,height=24,max-iter=60".into(),
+        "lavamd:boxes1d=3".into(),
+    ]
+}
+
+#[test]
+fn every_schedule_gets_a_row_and_failures_are_rows() {
+    let _alone = alone();
+    let report = loops::run(&LoopsConfig {
+        workloads: small(),
+        reps: 1,
+        ..LoopsConfig::default()
+    })
+    .unwrap();
+    assert!(report.threads >= 1);
+    assert_eq!(report.workloads.len(), 2);
+    for w in &report.workloads {
+        let names: Vec<&str> = w.rows.iter().map(|r| r.schedule.as_str()).collect();
+        assert_eq!(names.len(), 29, "{names:?}");
+        for name in [
+            "static",
+            "dynamic",
+            "guided",
+            "awf-b",
+            "maf",
+            "static-steal",
+            "auto",
+        ] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+        assert!(w.t_serial > 0.0);
+        for r in &w.rows {
+            // Either it ran and has every measurement, or it has an error.
+            match &r.error {
+                None => {
+                    assert!(r.t_par.unwrap() > 0.0, "{r:?}");
+                    assert!(r.ratio_to_ideal.unwrap() > 0.0, "{r:?}");
+                    let lib = r.lib_percent.unwrap();
+                    assert!((0.0..=100.0).contains(&lib), "{r:?}");
+                    assert!(r.chunks.unwrap() >= 1, "{r:?}");
+                }
+                Some(e) => {
+                    assert!(!e.is_empty());
+                    assert!(r.t_par.is_none());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn chosen_schedules_chunks_and_an_unknown_schedule() {
+    let _alone = alone();
+    let report = loops::run(&LoopsConfig {
+        schedules: vec!["dynamic,4".into(), "no-such-schedule".into()],
+        workloads: vec!["mandelbrot:width=32,height=24,max-iter=60".into()],
+        reps: 2,
+        chunk: None,
+    })
+    .unwrap();
+    let rows = &report.workloads[0].rows;
+    assert_eq!(rows.len(), 2);
+    // dynamic,4 over 32 columns: exactly 8 chunks.
+    assert_eq!(rows[0].chunks, Some(8), "{:?}", rows[0]);
+    assert!(
+        rows[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("no-such-schedule"),
+        "{:?}",
+        rows[1]
+    );
+}
+
+#[test]
+fn bad_loop_configurations_are_refused_before_any_run() {
+    let bad = |config: LoopsConfig| loops::run(&config).unwrap_err().to_string();
+    let reps = LoopsConfig {
+        reps: 0,
+        ..LoopsConfig::default()
+    };
+    assert_eq!(bad(reps), "--reps must be at least 1");
+    let chunk = LoopsConfig {
+        chunk: Some(0),
+        ..LoopsConfig::default()
+    };
+    assert_eq!(bad(chunk), "--chunk must be at least 1");
+    let workload = LoopsConfig {
+        workloads: vec!["nope".into()],
+        ..LoopsConfig::default()
+    };
+    assert!(matches!(
+        loops::run(&workload),
+        Err(ExperimentError::Workload(_))
+    ));
+}
+
+/// Two tiny stepped workloads, two repeats: every fixed configuration and
+/// method is reported, each method with its repeats' totals and a timeline
+/// covering every instance, and the pinned probe of the selection
+/// mechanism's cost.
+#[test]
+fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() {
+    let _alone = alone();
+    let config = AutoConfig {
+        workloads: vec![
+            "phase-change:iterations=4000,steps=6,switch=3".into(),
+            "sphynx:particles=400,short-particles=200,steps=3".into(),
+        ],
+        reps: Some(2),
+        quick: false,
+    };
+    let mut heard = Vec::new();
+    let report = auto::run(&config, &mut |what| heard.push(what.to_string())).unwrap();
+    assert!(!heard.is_empty(), "progress is reported");
+    assert_eq!(report.reps, 2);
+    assert_eq!(report.workloads.len(), 2);
+    for (w, instances) in report.workloads.iter().zip([6usize, 9]) {
+        assert_eq!(w.instances, instances, "{}", w.spec);
+        assert_eq!(w.fixed.len(), 24);
+        let oracle = w.oracle;
+        for fixed in &w.fixed {
+            // Oracle is the best per instance: no fixed total beats it.
+            assert!(fixed.total >= oracle * (1.0 - 1e-9), "{fixed:?}");
+        }
+        assert!(w.mechanism_cost_vs_static.is_finite());
+        // With two repeats each fold chooses from the other repeat alone,
+        // and an instance's held-out time (the mean of its two folds)
+        // cannot beat Oracle's best mean of the two.
+        let held_out = w.oracle_held_out.unwrap();
+        assert!(held_out >= oracle * (1.0 - 1e-9), "{held_out} < {oracle}");
+        let names: Vec<&str> = w.methods.iter().map(|m| m.result.config.as_str()).collect();
+        assert_eq!(
+            names,
+            ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"]
+        );
+        for m in &w.methods {
+            let totals = &m.repeat_totals;
+            assert_eq!(totals.len(), 2, "{m:?}");
+            assert!(totals[0] <= totals[1], "{totals:?}");
+            let total = m.result.total;
+            // The sum of per-instance medians, which with two repeats is
+            // the mean of the two totals.
+            let mean = (totals[0] + totals[1]) / 2.0;
+            assert!(
+                (total - mean).abs() <= 1e-9 * mean,
+                "{total} is not the sum of per-instance medians {mean}"
+            );
+            let covered: u64 = m
+                .timelines
+                .iter()
+                .flat_map(|(_, runs)| runs)
+                .map(|run| run.len)
+                .sum();
+            assert_eq!(covered, instances as u64, "{m:?}");
+            match &m.versus_keel {
+                None => assert_eq!(m.result.config, "auto,keel", "{m:?}"),
+                Some(versus) => {
+                    assert_ne!(m.result.config, "auto,keel");
+                    let keel_total = w.methods[0].result.total;
+                    let difference = (keel_total - total) / oracle * 100.0;
+                    assert!(
+                        (versus.difference_points - difference).abs() < 1e-9,
+                        "{versus:?}"
+                    );
+                    assert!(versus.noise_points.unwrap() >= 0.0, "{versus:?}");
+                    assert!(
+                        ["ahead", "behind", "within noise"].contains(&versus.verdict),
+                        "{}",
+                        versus.verdict
+                    );
+                }
+            }
+        }
+    }
+}
