@@ -24,10 +24,8 @@ use std::path::{Path, PathBuf};
 use keel_experiments::sim::loops::{
     self, Bathtub, ConfigRow, LoopsConfig, LoopsReport, TraceConfig, BATHTUB_SCHEDULES, NEAR_BOTTOM,
 };
-use keel_experiments::sim::Progress;
 use keel_sim::loops::sphynx_l1;
 
-use super::progress;
 use crate::error::CliError;
 use crate::report;
 
@@ -104,20 +102,9 @@ pub fn run(args: &LoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
         loops::check(&threads, args.noise_cv)?;
         return run_trace(path, args, out);
     }
-    let mut bar = None;
-    let report = loops::run(&args.config(), &mut |p| match p {
-        Progress::Total(n) => bar = Some(progress(n, "sim loops", args.quiet)),
-        Progress::Step(msg) => {
-            if let Some(bar) = &bar {
-                bar.set_message(msg.to_string());
-                bar.inc(1);
-            }
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let report = report?;
+    let report = super::with_progress("sim loops", args.quiet, |progress| {
+        loops::run(&args.config(), progress)
+    })?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;

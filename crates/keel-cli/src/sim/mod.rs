@@ -25,6 +25,7 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use keel_experiments::sim::Progress;
 
 use crate::error::CliError;
 
@@ -89,4 +90,30 @@ pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
         ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// Runs `experiment` with a progress bar labelled `what` on stderr (hidden
+/// by `--quiet`): its length from [`Progress::Total`], one step and the
+/// step's label per [`Progress::Step`]; cleared before the result returns.
+pub(crate) fn with_progress<T>(
+    what: &str,
+    quiet: bool,
+    experiment: impl FnOnce(
+        &mut dyn FnMut(Progress<'_>),
+    ) -> Result<T, keel_experiments::ExperimentError>,
+) -> Result<T, CliError> {
+    let mut bar = None;
+    let result = experiment(&mut |p| match p {
+        Progress::Total(n) => bar = Some(progress(n, what, quiet)),
+        Progress::Step(msg) => {
+            if let Some(bar) = &bar {
+                bar.set_message(msg.to_string());
+                bar.inc(1);
+            }
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(result?)
 }

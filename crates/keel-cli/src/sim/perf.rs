@@ -8,9 +8,7 @@
 use std::io::Write;
 
 use keel_experiments::sim::perf::{self, PerfConfig};
-use keel_experiments::sim::Progress;
 
-use super::progress;
 use crate::error::CliError;
 use crate::report;
 
@@ -55,20 +53,9 @@ pub fn run(args: &PerfArgs, out: &mut dyn Write) -> Result<(), CliError> {
         reps: args.reps,
         calibration: args.calibration.clone(),
     };
-    let mut bar = None;
-    let report = perf::run(&config, &mut |p| match p {
-        Progress::Total(n) => bar = Some(progress(n, "sim perf", args.quiet)),
-        Progress::Step(msg) => {
-            if let Some(bar) = &bar {
-                bar.set_message(msg.to_string());
-                bar.inc(1);
-            }
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let report = report?;
+    let report = super::with_progress("sim perf", args.quiet, |progress| {
+        perf::run(&config, progress)
+    })?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;

@@ -31,9 +31,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use keel_experiments::sim::validate::{self, ValidateConfig, ERROR_GOAL_PERCENT, TAU_GOAL};
-use keel_experiments::sim::Progress;
 
-use super::progress;
 use crate::error::CliError;
 use crate::report;
 
@@ -78,20 +76,9 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         reps: args.reps,
         calibration: args.calibration.clone(),
     };
-    let mut bar = None;
-    let report = validate::run(&config, &mut |p| match p {
-        Progress::Total(n) => bar = Some(progress(n, "sim validate", args.quiet)),
-        Progress::Step(msg) => {
-            if let Some(bar) = &bar {
-                bar.set_message(msg.to_string());
-                bar.inc(1);
-            }
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let report = report?;
+    let report = super::with_progress("sim validate", args.quiet, |progress| {
+        validate::run(&config, progress)
+    })?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;

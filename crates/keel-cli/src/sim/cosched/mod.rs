@@ -22,11 +22,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use keel_experiments::sim::cosched::{CoschedSetup, TablesReport, SWF_GRANULARITY};
-use keel_experiments::sim::Progress;
 use keel_sim::cluster::scenarios::ScenarioTable;
 use keel_workloads::bsp;
 
 use super::bounds;
+use super::with_progress;
 use crate::error::CliError;
 
 mod fig5;
@@ -155,30 +155,6 @@ impl Common {
             wakeup: self.wakeup,
         }
     }
-}
-
-/// Runs `experiment` with a progress bar labelled `what` (hidden by
-/// `--quiet`), cleared before the result is returned.
-fn with_progress<T>(
-    what: &str,
-    quiet: bool,
-    experiment: impl FnOnce(
-        &mut dyn FnMut(Progress<'_>),
-    ) -> Result<T, keel_experiments::ExperimentError>,
-) -> Result<T, CliError> {
-    let mut bar = None;
-    let result = experiment(&mut |p| match p {
-        Progress::Total(n) => bar = Some(super::progress(n, what, quiet)),
-        Progress::Step(_) => {
-            if let Some(bar) = &bar {
-                bar.inc(1);
-            }
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    Ok(result?)
 }
 
 /// `keel sim cosched verify`.
