@@ -6,8 +6,9 @@
 //! same loop, and the row shows the median `T_par`, its ratio to the ideal
 //! `T_serial / P` (1.00 is perfect; Keel's `P` is the global pool's, from
 //! `KEEL_NUM_THREADS` or the cores), the LIB of the last instance from the
-//! loop's record, and the chunks it ran. A schedule that does not parse or
-//! fails is a row with its error; the others still run.
+//! loop's record, and the chunks it ran. A schedule that does not parse is a
+//! usage error before any work; one that fails while running is a row with
+//! its error, the others still run, and the command exits 1 after printing.
 
 use std::io::Write;
 
@@ -28,7 +29,7 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(());
+        return failed_rows(&report);
     }
     writeln!(
         out,
@@ -47,7 +48,30 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
         writeln!(out)?;
         write_workload(out, w)?;
     }
-    Ok(())
+    failed_rows(&report)
+}
+
+/// [`CliError::Partial`] when some schedule failed on some workload (its
+/// row was printed with the error); `Ok` when every row ran.
+fn failed_rows(report: &loops::BenchReport) -> Result<(), CliError> {
+    let rows = report.workloads.iter().flat_map(|w| {
+        w.rows
+            .iter()
+            .map(move |r| (format!("{} on {}", r.schedule, w.spec), &r.error))
+    });
+    let total = rows.clone().count();
+    let failed: Vec<String> = rows
+        .filter_map(|(name, e)| e.as_ref().map(|e| format!("{name}: {e}")))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Partial {
+            what: "schedule runs",
+            total,
+            failed,
+        })
+    }
 }
 
 /// One workload's header and table.

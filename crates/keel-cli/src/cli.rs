@@ -6,20 +6,34 @@ use clap::{Args, Parser, Subcommand};
 
 /// Keel: portable load-balancing policies, run on your loads or on built-in workloads.
 #[derive(Debug, Parser)]
-#[command(name = "keel", version, about, long_about = None)]
+#[command(name = "keel", version, about, long_about = None, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The exit statuses, shown under `keel --help` (and in the README).
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  everything asked for ran
+  1  a runtime failure: an input file that does not read or parse, output
+     that cannot be written, a policy or experiment that failed on valid
+     input, or some rows that could not run (printed after the others)
+  2  a usage error: an unknown flag or name, a bad value or spec; nothing ran
+
+Every command that prints results takes --json (one JSON document on
+stdout) and --quiet (no progress, or no output for `map` and `policies`).";
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Map tasks to PUs with one or more policies and compare the results.
     Map(MapArgs),
-    /// List the mapping policies and the workload generators.
-    Policies,
+    /// List every policy family (mapping, loop schedules and `auto`
+    /// methods, farm dispatch, stealing exposure, co-scheduling) and the
+    /// workload generators.
+    Policies(crate::policies::PoliciesArgs),
     /// Compare every mapping policy on built-in workloads.
     Demo(DemoArgs),
     /// Benchmarks that run real loops on Keel's thread pool.
@@ -34,7 +48,7 @@ pub enum Command {
 
 /// `keel map`.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("input").required(true).args(["tasks", "generate"]))]
+#[command(group = clap::ArgGroup::new("source").required(true).args(["tasks", "generate"]))]
 pub struct MapArgs {
     /// A mapping policy spec, e.g. `greedy`, `binlpt:chunks=80`,
     /// `hier:nodes=4,outer=(greedy),inner=refine`; repeat for one row each.
@@ -42,8 +56,14 @@ pub struct MapArgs {
     pub policies: Vec<String>,
 
     /// Task loads: a .json trace or a .csv table (column `load`, optional
-    /// `migratable`, `current_pu`).
-    #[arg(short, long, value_name = "FILE")]
+    /// `migratable`, `current_pu`, and a task id column `id` or `task`).
+    #[arg(
+        short = 'i',
+        long = "input",
+        short_alias = 't',
+        alias = "tasks",
+        value_name = "FILE"
+    )]
     pub tasks: Option<PathBuf>,
 
     /// PUs as a .csv table (optional columns `background`, `speed`, `available`).
@@ -62,9 +82,15 @@ pub struct MapArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Include each policy's task-to-PU mapping in the output.
+    /// Include each policy's task-to-PU mapping in the output (keyed by the
+    /// trace's task ids when it has an `id` or `task` column).
     #[arg(long)]
     pub show_mapping: bool,
+
+    /// Print nothing on stdout; the exit status and stderr still say
+    /// whether every policy ran.
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
 }
 
 /// `keel demo`.
@@ -117,6 +143,10 @@ pub struct BenchObjectsArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -164,11 +194,15 @@ pub struct BenchFarmArgs {
     #[arg(short, long = "experiment", value_name = "ID")]
     pub experiments: Vec<String>,
 
-    /// Workers of (a), (b), (d) and the per-item cost (default 2, the
-    /// paper's setting here); (c) and (e) keep their own layouts. With more,
-    /// (b) keeps one fast worker and its model becomes (s + p − 1)/p.
-    #[arg(long, value_name = "N")]
+    /// Worker threads of (a), (b), (d) and the per-item cost (default 2,
+    /// the paper's setting here); (c) and (e) keep their own layouts. With
+    /// more, (b) keeps one fast worker and its model becomes (s + p − 1)/p.
+    #[arg(long = "threads", alias = "workers", value_name = "N")]
     pub workers: Option<usize>,
+
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -197,6 +231,10 @@ pub struct BenchLoopsArgs {
     /// dynamic,k, a minimum for the others).
     #[arg(long, value_name = "K")]
     pub chunk: Option<u64>,
+
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]

@@ -50,18 +50,24 @@ pub struct RunArgs {
     /// tests; too short for FCS to classify.
     #[arg(long)]
     pub quick: bool,
-    /// Only these scenarios: fine-grained, imbalanced, complementing
+    /// Only these scenarios: fine-grained, load-imbalanced, complementing
     /// (default: all three).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Only these schedulers (default: fcfs, local, gs, sb, fcs).
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
-    /// Time slice of GS and FCS, ms (Table 2: 25).
-    #[arg(long, value_name = "MS")]
+    /// Time slice of GS and FCS, seconds (Table 2: 0.025).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub slice: Option<f64>,
+    /// `--slice` in milliseconds (the older spelling).
+    #[arg(long, value_name = "MS", hide = true, conflicts_with = "slice")]
     pub slice_ms: Option<f64>,
-    /// Base compute per superstep, ms (default 6).
-    #[arg(long, value_name = "MS")]
+    /// Base compute per superstep, seconds (default 0.006).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub granularity: Option<f64>,
+    /// `--granularity` in milliseconds (the older spelling).
+    #[arg(long, value_name = "MS", hide = true, conflicts_with = "granularity")]
     pub granularity_ms: Option<f64>,
     /// Supersteps per rank (default 500, 40 with --quick).
     #[arg(long, value_name = "N")]
@@ -97,6 +103,14 @@ pub struct RunArgs {
     pub json_file: Option<PathBuf>,
 }
 
+/// A duration in seconds that must be finite and positive.
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
+}
+
 /// `keel cosched ...`.
 pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
@@ -122,8 +136,8 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         quick: a.quick,
         scenarios: a.scenarios.clone(),
         policies: a.policies.clone(),
-        slice_ms: a.slice_ms,
-        granularity_ms: a.granularity_ms,
+        slice_ms: a.slice.map(|s| s * 1e3).or(a.slice_ms),
+        granularity_ms: a.granularity.map(|g| g * 1e3).or(a.granularity_ms),
         iterations: a.iterations,
         reps: a.reps,
         max_background: a.max_background,
@@ -150,7 +164,7 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let params = &doc.params;
     if let Some(path) = &a.json_file {
         let file = std::fs::File::create(path).map_err(|e| {
-            CliError::Usage(format!("cosched: cannot write {}: {e}", path.display()))
+            CliError::Runtime(format!("cosched: cannot write {}: {e}", path.display()))
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &doc)?;
     }

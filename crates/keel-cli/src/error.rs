@@ -1,7 +1,24 @@
-//! Everything that can stop a command, each with a message a user can act on.
+//! Everything that can stop a command, each with a message a user can act on,
+//! and the exit status it ends the process with.
+//!
+//! Exit statuses follow the usual Unix split (clap's, GNU's): [`USAGE`] (2)
+//! when the command line is wrong — a flag clap refuses, a bad value, a spec
+//! that does not parse, an unknown name: the user fixes the command;
+//! [`RUNTIME`] (1) when a well-formed command could not finish — an input
+//! file that does not read or parse, output that cannot be written, a policy
+//! that fails on valid input, an experiment that fails, or some rows that
+//! could not run (printed after the rows that could). 0 only when everything
+//! asked for ran.
 
 use keel_policy::PolicyError;
 use keel_workloads::{TraceError, WorkloadError};
+
+/// Exit status of a usage error: the command line must change.
+pub const USAGE: u8 = 2;
+
+/// Exit status of a runtime failure: the command was well-formed but did
+/// not finish, or finished only in part.
+pub const RUNTIME: u8 = 1;
 
 /// A failed command.
 #[derive(Debug, thiserror::Error)]
@@ -9,16 +26,6 @@ pub enum CliError {
     /// A policy spec that does not build.
     #[error(transparent)]
     Policy(#[from] PolicyError),
-
-    /// A policy that refused the input.
-    #[error("policy `{spec}` failed: {source}")]
-    Decision {
-        /// The policy spec.
-        spec: String,
-        /// Why.
-        #[source]
-        source: PolicyError,
-    },
 
     /// A workload spec that does not generate.
     #[error(transparent)]
@@ -41,7 +48,24 @@ pub enum CliError {
     #[error("{0}")]
     Usage(String),
 
-    /// Output could not be written.
+    /// A well-formed command that failed while running (a file that could
+    /// not be written, a simulator that refused its inputs).
+    #[error("{0}")]
+    Runtime(String),
+
+    /// Some rows of a table could not run; the others were printed. Each
+    /// entry names the row and says why.
+    #[error("{} of {total} {what} failed:\n  {}", failed.len(), failed.join("\n  "))]
+    Partial {
+        /// What the rows are (`policies`, `schedules`).
+        what: &'static str,
+        /// How many rows were asked for.
+        total: usize,
+        /// `name: reason` of each failed row.
+        failed: Vec<String>,
+    },
+
+    /// Output could not be written (also: a file could not be read).
     #[error("cannot write the output: {0}")]
     Io(#[from] std::io::Error),
 
@@ -59,7 +83,26 @@ impl From<keel_experiments::ExperimentError> for CliError {
         match e {
             E::Policy(p) => CliError::Policy(p),
             E::Workload(w) => CliError::Workload(w),
-            other => CliError::Usage(other.to_string()),
+            invalid @ E::Invalid(_) => CliError::Usage(invalid.to_string()),
+            other => CliError::Runtime(other.to_string()),
+        }
+    }
+}
+
+impl CliError {
+    /// The process's exit status for this error: [`USAGE`] or [`RUNTIME`]
+    /// (see the module docs).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Policy(_)
+            | CliError::Workload(_)
+            | CliError::UnknownSection { .. }
+            | CliError::Usage(_) => USAGE,
+            CliError::Trace(_)
+            | CliError::Runtime(_)
+            | CliError::Partial { .. }
+            | CliError::Io(_)
+            | CliError::Json(_) => RUNTIME,
         }
     }
 }

@@ -2,8 +2,8 @@
 //! gathers concepts (from a trace file or a built-in workload), hands them to
 //! registry policies through a context handler, and reports the decisions.
 //!
-//! Every error ends the process with exit code 2 and one `error: ...` line on
-//! stderr; output goes through one buffered writer so that a closed pipe
+//! Every error ends the process with one `error: ...` line on stderr and exit
+//! status 2 (usage) or 1 (runtime), as [`error`] classifies it; output goes through one buffered writer so that a closed pipe
 //! (`keel demo | head`) ends the program quietly instead of panicking.
 
 mod bench;
@@ -25,10 +25,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{BenchCommand, Cli, Command};
-use crate::error::CliError;
-
-/// Exit status for every failure, as clap uses for usage errors.
-const FAILURE: u8 = 2;
+use crate::error::{CliError, USAGE};
 
 fn main() -> ExitCode {
     // Completes a KEEL_TRACE file when main returns.
@@ -40,7 +37,7 @@ fn main() -> ExitCode {
             // version requests are not failures.
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(FAILURE)
+                ExitCode::from(USAGE)
             } else {
                 ExitCode::SUCCESS
             };
@@ -54,7 +51,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // Not eprintln!: it panics when stderr is closed.
             let _ = writeln!(io::stderr(), "error: {e}");
-            ExitCode::from(FAILURE)
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -62,7 +59,7 @@ fn main() -> ExitCode {
 fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
     match command {
         Command::Map(args) => map::run(&args, out),
-        Command::Policies => policies::run(out),
+        Command::Policies(args) => policies::run(&args, out),
         Command::Demo(args) => demo::run(&args.sections, out),
         Command::Bench(args) => match args.command {
             BenchCommand::Loops(args) => bench::run_loops(&args, out),

@@ -2,27 +2,52 @@
 
 use std::io::Write;
 
+use keel_policy::Concept;
 use keel_workloads::{generate, read_trace, MappingProblem};
 
 use crate::cli::MapArgs;
 use crate::error::CliError;
 use crate::report;
 
-/// Runs `keel map`.
+/// Runs `keel map`: every policy that can decide gets its row; the ones
+/// that refuse the input are reported after the rows (exit status 1).
 pub fn run(args: &MapArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (source, problem) = load(args)?;
     let specs: Vec<&str> = args.policies.iter().map(String::as_str).collect();
     let cmp = report::compare(&problem, &specs)?;
     if args.json {
-        report::write_json(out, &source, &problem, &cmp, args.show_mapping)
-    } else {
+        report::write_json(out, &source, &problem, &cmp, args.show_mapping)?;
+    } else if !args.quiet {
         report::write_summary(out, &source, &problem)?;
-        report::write_table(out, &cmp)?;
-        if args.show_mapping {
-            report::write_mappings(out, &cmp)?;
+        // A header with no row under it says nothing the error does not.
+        if cmp.current.is_some() || !cmp.outcomes.is_empty() {
+            report::write_table(out, &cmp)?;
         }
-        Ok(())
+        if args.show_mapping {
+            report::write_mappings(out, &cmp, problem.task_ids.as_deref())?;
+        }
     }
+    let from_file = args.generate.is_none();
+    let csv = args
+        .tasks
+        .as_ref()
+        .is_some_and(|t| t.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")));
+    cmp.check(&|concept| missing_input(concept, from_file, csv))
+}
+
+/// What the user adds to the input to provide `concept`, where the input
+/// has a place for it.
+fn missing_input(concept: &Concept, from_file: bool, csv: bool) -> Option<String> {
+    let (csv_column, json_field, generator) = match concept {
+        Concept::CurrentMapping => ("current_pu", "current_mapping", Some("current=block")),
+        Concept::TaskMigratable => ("migratable", "migratable", None),
+        _ => return None,
+    };
+    Some(match (from_file, csv) {
+        (true, true) => format!("add a `{csv_column}` column to the task CSV"),
+        (true, false) => format!("add a `{json_field}` array to the JSON trace"),
+        (false, _) => format!("add `{}` to the workload spec", generator?),
+    })
 }
 
 /// The problem named by the arguments, and how to name it in the report.

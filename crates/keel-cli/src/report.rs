@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use keel_policy::metrics::{self, MappingMetrics};
-use keel_policy::{Mapping, MappingPolicy, NO_PU};
+use keel_policy::{Concept, Mapping, MappingPolicy, PolicyError, NO_PU};
 use keel_workloads::MappingProblem;
 use serde::Serialize;
 
@@ -30,12 +30,45 @@ pub struct Outcome {
 pub struct Comparison {
     /// The starting mapping, evaluated like a decision, when every task has one.
     pub current: Option<Outcome>,
-    /// One outcome per policy, in the order asked.
+    /// One outcome per policy that decided, in the order asked.
     pub outcomes: Vec<Outcome>,
+    /// The policies that refused the input, in the order asked, with why.
+    pub failures: Vec<(String, PolicyError)>,
+}
+
+impl Comparison {
+    /// `Ok` when every policy decided; otherwise [`CliError::Partial`]
+    /// naming each failed policy. `missing` says what the user must add to
+    /// the input for a concept the input lacks (e.g. a `current_pu` column
+    /// for the current mapping), when there is such a thing to add.
+    pub fn check(&self, missing: &dyn Fn(&Concept) -> Option<String>) -> Result<(), CliError> {
+        if self.failures.is_empty() {
+            return Ok(());
+        }
+        let failed = self
+            .failures
+            .iter()
+            .map(|(spec, e)| {
+                let hint = match e {
+                    PolicyError::UnmetRequirement { requirement, .. } => missing(requirement)
+                        .map_or(String::new(), |add| format!("; to run it, {add}")),
+                    _ => String::new(),
+                };
+                format!("{spec}: {e}{hint}")
+            })
+            .collect();
+        Err(CliError::Partial {
+            what: "policies",
+            total: self.outcomes.len() + self.failures.len(),
+            failed,
+        })
+    }
 }
 
 /// Builds every policy first (so a bad spec fails before any work), then
 /// runs each on `problem` through its context handler, timing the `map` call.
+/// A policy that refuses the input is kept in [`Comparison::failures`]; the
+/// others still run.
 pub fn compare(problem: &MappingProblem, specs: &[&str]) -> Result<Comparison, CliError> {
     let registry = keel_policy::mapping::registry();
     let policies: Vec<(&str, Box<dyn MappingPolicy>)> = specs
@@ -57,14 +90,18 @@ pub fn compare(problem: &MappingProblem, specs: &[&str]) -> Result<Comparison, C
     };
     let ctx = problem.context();
     let mut outcomes = Vec::with_capacity(policies.len());
+    let mut failures = Vec::new();
     for (spec, policy) in policies {
         let start = Instant::now();
         let decision = policy.map(&ctx);
         let seconds = start.elapsed().as_secs_f64();
-        let mapping = decision.map_err(|source| CliError::Decision {
-            spec: spec.to_string(),
-            source,
-        })?;
+        let mapping = match decision {
+            Ok(mapping) => mapping,
+            Err(e) => {
+                failures.push((spec.to_string(), e));
+                continue;
+            }
+        };
         outcomes.push(Outcome {
             spec: spec.to_string(),
             decision_seconds: Some(seconds),
@@ -72,7 +109,11 @@ pub fn compare(problem: &MappingProblem, specs: &[&str]) -> Result<Comparison, C
             mapping: mapping.into_vec(),
         });
     }
-    Ok(Comparison { current, outcomes })
+    Ok(Comparison {
+        current,
+        outcomes,
+        failures,
+    })
 }
 
 /// One line describing the problem.
@@ -176,10 +217,22 @@ pub fn align<R: AsRef<[String]>>(rows: &[R]) -> Vec<String> {
         .collect()
 }
 
-/// Each decision's mapping, one line per policy.
-pub fn write_mappings(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError> {
+/// Each decision's mapping, one line per policy: the PU of each task in
+/// task order, or `id=PU` pairs when the trace names its tasks.
+pub fn write_mappings(
+    out: &mut dyn Write,
+    cmp: &Comparison,
+    task_ids: Option<&[String]>,
+) -> Result<(), CliError> {
     for o in &cmp.outcomes {
-        let pus: Vec<String> = o.mapping.iter().map(usize::to_string).collect();
+        let pus: Vec<String> = match task_ids {
+            Some(ids) => ids
+                .iter()
+                .zip(&o.mapping)
+                .map(|(id, pu)| format!("{id}={pu}"))
+                .collect(),
+            None => o.mapping.iter().map(usize::to_string).collect(),
+        };
         writeln!(out, "mapping of {}: {}", o.spec, pus.join(" "))?;
     }
     Ok(())
@@ -191,8 +244,18 @@ struct JsonReport<'a> {
     tasks: usize,
     pus: usize,
     total_load: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_ids: Option<&'a [String]>,
     current: Option<JsonOutcome<'a>>,
     results: Vec<JsonOutcome<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed: Vec<JsonFailure>,
+}
+
+#[derive(Serialize)]
+struct JsonFailure {
+    policy: String,
+    error: String,
 }
 
 #[derive(Serialize)]
@@ -227,11 +290,20 @@ pub fn write_json(
         tasks: problem.ntasks(),
         pus: problem.npus(),
         total_load: problem.total_load(),
+        task_ids: problem.task_ids.as_deref().filter(|_| show_mapping),
         current: cmp.current.as_ref().map(|o| outcome(o, show_mapping)),
         results: cmp
             .outcomes
             .iter()
             .map(|o| outcome(o, show_mapping))
+            .collect(),
+        failed: cmp
+            .failures
+            .iter()
+            .map(|(spec, e)| JsonFailure {
+                policy: spec.clone(),
+                error: e.to_string(),
+            })
             .collect(),
     };
     // Compact: mappings can hold millions of entries, and jq pretty-prints.

@@ -20,11 +20,14 @@ fn bench_farm_rejects_bad_arguments() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("--runs"));
-    keel()
-        .args(["bench", "farm", "--workers", "0"])
-        .assert()
-        .failure()
-        .stderr(predicates::str::contains("--workers"));
+    // `--workers` is the older spelling of `--threads`.
+    for flag in ["--threads", "--workers"] {
+        keel()
+            .args(["bench", "farm", flag, "0"])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--threads"));
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The `keel` binary end to end: the demo, `map` on files and generated
 //! workloads with hand-checked numbers, JSON output, and every kind of bad
-//! input ending in exit code 2 with a message and no panic.
+//! input ending with a message and no panic: exit code 2 for a bad command
+//! line, 1 for a file or a decision that fails.
 
 use std::path::PathBuf;
 
@@ -18,7 +19,8 @@ fn file(dir: &TempDir, name: &str, text: &str) -> PathBuf {
     path
 }
 
-/// Runs `keel args...`, expects failure with exit code 2, and returns stderr.
+/// Runs `keel args...`, expects a usage error (exit code 2, nothing on
+/// stdout), and returns stderr.
 fn fails(args: &[&str]) -> String {
     let output = keel().args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
@@ -27,6 +29,17 @@ fn fails(args: &[&str]) -> String {
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     assert!(output.stdout.is_empty(), "{args:?} wrote to stdout");
     stderr
+}
+
+/// Runs `keel args...`, expects a runtime failure (exit code 1), and
+/// returns stdout (what could run) and stderr.
+fn fails_at_runtime(args: &[&str]) -> (String, String) {
+    let output = keel().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (String::from_utf8_lossy(&output.stdout).to_string(), stderr)
 }
 
 fn json_of(args: &[&str]) -> serde_json::Value {
@@ -275,7 +288,9 @@ fn bad_policies_and_specs_are_clear_errors() {
     assert!(err.contains("`chunks`") && err.contains("1..="), "{err}");
     let err = fails(&["map", "-g", "ramp", "--policy", "hier:nodes=2,outer=(nope)"]);
     assert!(err.contains("unknown mapping policy `nope`"), "{err}");
-    let err = fails(&["map", "-g", "ramp:pus=2", "--policy", "hier:nodes=4"]);
+    // A valid spec that cannot map this input: the command ran, the policy
+    // refused.
+    let (_, err) = fails_at_runtime(&["map", "-g", "ramp:pus=2", "--policy", "hier:nodes=4"]);
     assert!(err.contains("hier") && err.contains("nodes"), "{err}");
     let err = fails(&["map", "-g", "lb_test"]);
     assert!(
@@ -388,7 +403,9 @@ fn bad_trace_files_are_clear_errors() {
         let mut all = vec!["map".to_string(), "--tasks".to_string()];
         all.extend(args);
         let all: Vec<&str> = all.iter().map(String::as_str).collect();
-        let err = fails(&all);
+        // A file that does not read or parse is a runtime failure.
+        let (stdout, err) = fails_at_runtime(&all);
+        assert!(stdout.is_empty(), "{all:?}: {stdout}");
         assert!(
             err.contains(needle),
             "{all:?}: expected `{needle}` in: {err}"
@@ -400,19 +417,107 @@ fn bad_trace_files_are_clear_errors() {
 fn refine_without_a_current_mapping_names_the_missing_input() {
     let dir = TempDir::new().unwrap();
     let tasks = file(&dir, "t.csv", "load\n1\n2\n");
-    let err = fails(&[
-        "map",
-        "--pus",
-        "2",
-        "--policy",
-        "refine",
-        "--tasks",
-        tasks.to_str().unwrap(),
-    ]);
+    let tasks = tasks.to_str().unwrap();
+    // greedy still gets its row; refine is reported after it, saying what
+    // to add; the command exits 1.
+    let args = [
+        "map", "--pus", "2", "-p", "greedy", "-p", "refine", "-i", tasks,
+    ];
+    let (out, err) = fails_at_runtime(&args);
     assert!(
-        err.contains("policy `refine` failed") && err.contains("current mapping"),
+        out.lines().any(|l| l.trim_start().starts_with("greedy")),
+        "{out}"
+    );
+    assert!(!out.contains("refine"), "{out}");
+    assert!(
+        err.contains("1 of 2 policies failed")
+            && err.contains("refine: policy `refine` requires current mapping")
+            && err.contains("add a `current_pu` column to the task CSV"),
         "{err}"
     );
+    // The JSON document has greedy's result and refine's failure.
+    let output = keel().args(args).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["results"][0]["policy"], "greedy");
+    assert_eq!(json["results"].as_array().unwrap().len(), 1);
+    assert_eq!(json["failed"][0]["policy"], "refine");
+    // A generated workload is told what to add to its spec.
+    let (_, err) = fails_at_runtime(&["map", "-g", "ramp:current=none", "-p", "refine"]);
+    assert!(
+        err.contains("add `current=block` to the workload spec"),
+        "{err}"
+    );
+}
+
+#[test]
+fn map_carries_task_ids_to_the_mapping() {
+    let dir = TempDir::new().unwrap();
+    let ids = file(&dir, "ids.csv", "task,load\nalpha,3\nbeta,2\ngamma,1\n");
+    let ids = ids.to_str().unwrap();
+    let assert = keel()
+        .args([
+            "map",
+            "--pus",
+            "2",
+            "-p",
+            "greedy",
+            "--show-mapping",
+            "--input",
+            ids,
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    // greedy: alpha (3) alone, beta + gamma (3) on the other PU.
+    assert!(
+        out.contains("mapping of greedy: alpha=0 beta=1 gamma=1"),
+        "{out}"
+    );
+    let json = json_of(&["map", "--pus", "2", "--show-mapping", "--json", "-i", ids]);
+    assert_eq!(
+        json["task_ids"],
+        serde_json::json!(["alpha", "beta", "gamma"])
+    );
+    assert_eq!(json["results"][0]["mapping"], serde_json::json!([0, 1, 1]));
+    // `id` works too; ids must be unique and non-empty; other columns stay errors.
+    let cases = [
+        (
+            "dup.csv",
+            "id,load\na,1\na,2\n",
+            "dup.csv:3: task id `a` appears twice (first at",
+        ),
+        (
+            "both.csv",
+            "id,task,load\na,b,1\n",
+            "columns `id` and `task` both name the task",
+        ),
+        (
+            "blank.csv",
+            "id,load\n,1\n",
+            "`id` = `` is invalid: expected a non-empty task id",
+        ),
+        (
+            "other.csv",
+            "id,load,owner\na,1,me\n",
+            "unknown column `owner`",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let path = file(&dir, name, text);
+        let (_, err) = fails_at_runtime(&["map", "--pus", "1", "-i", path.to_str().unwrap()]);
+        assert!(err.contains(needle), "{name}: {err}");
+    }
+    let json = json_of(&[
+        "map",
+        "--pus",
+        "1",
+        "--json",
+        "--show-mapping",
+        "-i",
+        &file(&dir, "id.csv", "id,load\n7,1\n").to_string_lossy(),
+    ]);
+    assert_eq!(json["task_ids"], serde_json::json!(["7"]));
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn quick_run_prints_every_table_as_json() {
         .iter()
         .map(|t| t["scenario"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["fine-grained", "imbalanced", "complementing"]);
+    assert_eq!(names, ["fine-grained", "load-imbalanced", "complementing"]);
     for t in tables {
         let rows = t["rows"].as_array().unwrap();
         let policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
@@ -58,7 +58,7 @@ fn bad_arguments_are_usage_errors() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains(
-            "fine-grained, imbalanced, complementing",
+            "fine-grained, load-imbalanced, complementing",
         ));
     Command::cargo_bin("keel")
         .unwrap()

@@ -316,7 +316,7 @@ fn verify_scaled_against_real_runs_counts_pairs_ordered_alike() {
     )
     .unwrap();
     let err = fails(&args);
-    assert!(err.contains("no `imbalanced` scenario"), "{err}");
+    assert!(err.contains("no `load-imbalanced` scenario"), "{err}");
     let err = fails(&["sim", "cosched", "verify", "--against", path]);
     assert!(err.contains("--scaled"), "{err}");
 }

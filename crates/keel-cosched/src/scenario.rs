@@ -116,13 +116,17 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::FineGrained => "fine-grained",
-            Scenario::Imbalanced => "imbalanced",
+            Scenario::Imbalanced => "load-imbalanced",
             Scenario::Complementing => "complementing",
         }
     }
 
-    /// Parses a CLI name.
+    /// Parses a CLI name; `imbalanced` (the old spelling) is accepted for
+    /// [`Scenario::Imbalanced`].
     pub fn from_name(name: &str) -> Result<Scenario, String> {
+        if name == "imbalanced" {
+            return Ok(Scenario::Imbalanced);
+        }
         Scenario::ALL
             .into_iter()
             .find(|s| s.name() == name)

@@ -31,7 +31,7 @@ use crate::error::{ExperimentError, Result};
 pub struct RunConfig {
     /// The short version (40 supersteps, no retries).
     pub quick: bool,
-    /// Only these scenarios: fine-grained, imbalanced, complementing
+    /// Only these scenarios: fine-grained, load-imbalanced, complementing
     /// (empty: all three).
     pub scenarios: Vec<String>,
     /// Only these schedulers (empty: fcfs, local, gs, sb, fcs).

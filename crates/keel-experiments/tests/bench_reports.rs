@@ -74,26 +74,24 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
 #[test]
 fn chosen_schedules_chunks_and_an_unknown_schedule() {
     let _alone = alone();
-    let report = loops::run(&LoopsConfig {
-        schedules: vec!["dynamic,4".into(), "no-such-schedule".into()],
+    let config = |schedules: &[&str]| LoopsConfig {
+        schedules: schedules.iter().map(|s| s.to_string()).collect(),
         workloads: vec!["mandelbrot:width=32,height=24,max-iter=60".into()],
         reps: 2,
         chunk: None,
-    })
-    .unwrap();
+    };
+    let report = loops::run(&config(&["dynamic,4"])).unwrap();
     let rows = &report.workloads[0].rows;
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 1);
     // dynamic,4 over 32 columns: exactly 8 chunks.
     assert_eq!(rows[0].chunks, Some(8), "{:?}", rows[0]);
+    // A schedule that does not parse is refused before anything runs.
+    let e = loops::run(&config(&["dynamic,4", "no-such-schedule"])).unwrap_err();
     assert!(
-        rows[1]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("no-such-schedule"),
-        "{:?}",
-        rows[1]
+        matches!(e, keel_experiments::ExperimentError::Invalid(_)),
+        "{e:?}"
     );
+    assert!(e.to_string().contains("no-such-schedule"), "{e}");
 }
 
 #[test]

@@ -167,6 +167,25 @@ pub enum TraceError {
         expected: &'static str,
     },
 
+    /// Two tasks with the same id (the `id`/`task` CSV column or the JSON
+    /// `task_ids` array): a mapping keyed by id would be ambiguous.
+    #[error("{at}: task id `{id}` appears twice (first at {first})")]
+    DuplicateTaskId {
+        /// Where the second one is.
+        at: String,
+        /// The id.
+        id: String,
+        /// Where the first one is.
+        first: String,
+    },
+
+    /// A CSV task table with both an `id` and a `task` column.
+    #[error("`{path}`: columns `id` and `task` both name the task; keep one")]
+    TwoIdColumns {
+        /// The file.
+        path: String,
+    },
+
     /// The trace lists no task.
     #[error("`{path}` contains no tasks")]
     NoTasks {

@@ -25,6 +25,11 @@ pub struct MappingProblem {
     pub migratable: Option<Vec<bool>>,
     /// Where each task runs now ([`keel_policy::NO_PU`] for unplaced tasks).
     pub current: Option<Vec<usize>>,
+    /// Each task's name in the trace it came from (its `id` or `task`
+    /// column), unique; `None` for traces without one and for generated
+    /// workloads, whose tasks are named by their index. Policies never see
+    /// it: it is carried to the output mapping.
+    pub task_ids: Option<Vec<String>>,
     /// How the loads were obtained. Generators describe costs from a model
     /// of the application, so they say [`Model::Static`]; traces hold what a
     /// runtime measured, so they say [`Model::Dynamic`]. Every built-in
@@ -44,6 +49,7 @@ impl MappingProblem {
             pu_available: None,
             migratable: None,
             current: None,
+            task_ids: None,
             model,
         }
     }

@@ -60,5 +60,6 @@ fn compare_all(out: &mut dyn Write, workload: &str) -> Result<(), CliError> {
     let problem = generate(workload)?;
     let cmp = report::compare(&problem, &POLICIES)?;
     report::write_summary(out, workload, &problem)?;
-    report::write_table(out, &cmp)
+    report::write_table(out, &cmp)?;
+    cmp.check(&|_| None)
 }

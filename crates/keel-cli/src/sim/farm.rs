@@ -23,8 +23,8 @@ use crate::report;
 /// `keel sim farm`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FarmArgs {
-    /// Farm sizes (workers), one of them fast.
-    #[arg(long, value_delimiter = ',', default_values_t = [4usize, 8, 16], value_parser = super::bounds::count)]
+    /// Farm sizes (worker threads), one of them fast.
+    #[arg(long = "threads", alias = "workers", value_name = "N,...", value_delimiter = ',', default_values_t = [4usize, 8, 16], value_parser = super::bounds::count)]
     pub workers: Vec<usize>,
 
     /// Stream lengths (tasks).
@@ -175,7 +175,7 @@ fn write_tables(out: &mut dyn Write, r: &FarmSimReport) -> Result<(), CliError> 
 fn plot(path: &std::path::Path, args: &FarmArgs, rows: &[Row]) -> Result<(), CliError> {
     use plotters::prelude::*;
     let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
     let policies = farm::policies(&args.config());
     let panels = args.workers.len();
     let root = SVGBackend::new(path, (900, 320 * panels as u32)).into_drawing_area();

@@ -61,7 +61,7 @@ pub struct LoopsArgs {
     pub svg: Option<PathBuf>,
 
     /// Simulate this CSV/JSON trace of per-iteration costs instead.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "input", alias = "trace", value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
     /// With --trace: schedules (default: the Auto4OMP portfolio).
@@ -224,7 +224,7 @@ fn write_report(out: &mut dyn Write, r: &LoopsReport, args: &LoopsArgs) -> Resul
 fn plot(path: &Path, b: &Bathtub) -> Result<(), CliError> {
     use plotters::prelude::*;
     let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let xmax = b.points.iter().map(|p| p.chunk).max().unwrap_or(1) as f64 * 1.5;

@@ -76,7 +76,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<(), CliError> {
 
 /// A simulator error as a command error.
 pub(crate) fn sim_error(e: impl std::fmt::Display) -> CliError {
-    CliError::Usage(format!("sim: {e}"))
+    CliError::Runtime(format!("sim: {e}"))
 }
 
 /// A progress bar on stderr (hidden with `quiet`) for long runs.

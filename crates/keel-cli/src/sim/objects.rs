@@ -237,7 +237,7 @@ fn write_tables(
 fn plot(path: &std::path::Path, r: &ObjectsSimReport) -> Result<(), CliError> {
     use plotters::prelude::*;
     let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let steps = r.table1.first().map_or(1, |x| x.run.steps) as f64;

@@ -6,8 +6,9 @@
 //! same loop, and the row shows the median `T_par`, its ratio to the ideal
 //! `T_serial / P` (1.00 is perfect; Keel's `P` is the global pool's, from
 //! `KEEL_NUM_THREADS` or the cores), the LIB of the last instance from the
-//! loop's record, and the chunks it ran. A schedule that does not parse or
-//! fails is a row with its error; the others still run.
+//! loop's record, and the chunks it ran. A schedule that does not parse is
+//! refused before any work ([`ExperimentError::Invalid`]); one that fails
+//! while running is a row with its error, and the others still run.
 //!
 //! ```
 //! use keel_experiments::bench::loops::{self, LoopsConfig};
@@ -286,6 +287,13 @@ pub fn run(config: &LoopsConfig) -> Result<BenchReport> {
     } else {
         config.schedules.clone()
     };
+    // And every schedule: a spec that does not parse is the caller's
+    // mistake, refused before any work rather than reported as a row.
+    for s in &schedules {
+        if let Err(e) = s.parse::<keel::Schedule>() {
+            return Err(ExperimentError::Invalid(format!("--schedule: {e}")));
+        }
+    }
     let threads = global_threads()?;
     Ok(BenchReport {
         threads,

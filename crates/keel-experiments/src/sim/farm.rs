@@ -152,7 +152,7 @@ fn farm(config: &FarmConfig, workers: usize) -> Result<FarmModel> {
 fn rows(config: &FarmConfig, tick: &mut dyn FnMut()) -> Result<Vec<Row>> {
     if config.workers.is_empty() || config.workers.contains(&0) {
         return Err(ExperimentError::Invalid(
-            "--workers needs farm sizes of at least 1".into(),
+            "--threads needs farm sizes of at least 1".into(),
         ));
     }
     let policies = policies(config);

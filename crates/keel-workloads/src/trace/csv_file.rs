@@ -4,11 +4,11 @@ use csv::{ErrorKind, ReaderBuilder, StringRecord};
 
 use super::{
     parse_bool, parse_pu, valid_load, valid_speed, PuFields, Sourced, TaskFields, BOOL_EXPECTED,
-    LOAD_EXPECTED, PU_EXPECTED, SPEED_EXPECTED,
+    ID_EXPECTED, LOAD_EXPECTED, PU_EXPECTED, SPEED_EXPECTED,
 };
 use crate::error::TraceError;
 
-const TASK_COLUMNS: [&str; 3] = ["load", "migratable", "current_pu"];
+const TASK_COLUMNS: [&str; 5] = ["load", "migratable", "current_pu", "id", "task"];
 const PU_COLUMNS: [&str; 3] = ["background", "speed", "available"];
 
 /// An open CSV table: its header, where each known column sits, and a
@@ -240,9 +240,19 @@ fn parse_tasks_counted(name: &str, bytes: &[u8]) -> Result<(TaskFields, usize), 
             found: table.header,
         });
     };
+    let id_col = match (table.columns[3], table.columns[4]) {
+        (Some(_), Some(_)) => {
+            return Err(TraceError::TwoIdColumns {
+                path: name.to_string(),
+            })
+        }
+        (id, task) => id.or(task),
+    };
     let mut loads = Column::new(Some(load_col));
     let mut migratable = Column::new(table.columns[1]);
     let mut current = Column::new(table.columns[2]);
+    let mut ids = Column::new(id_col);
+    let id = |text: &str| (!text.is_empty()).then(|| text.to_string());
     let mut lines = Vec::new();
     let load = number(valid_load);
     let (_, scanned) = table.rows(|line, record| {
@@ -264,6 +274,7 @@ fn parse_tasks_counted(name: &str, bytes: &[u8]) -> Result<(TaskFields, usize), 
             &parse_pu,
             PU_EXPECTED,
         )?;
+        Column::push(&mut ids, name, row, "id", &id, ID_EXPECTED)?;
         lines.push(line);
         Ok(())
     })?;
@@ -271,6 +282,7 @@ fn parse_tasks_counted(name: &str, bytes: &[u8]) -> Result<(TaskFields, usize), 
         loads: Column::values(loads).unwrap_or_default(),
         migratable: Column::values(migratable),
         current: Column::values(current),
+        ids: Column::values(ids),
         lines: Some(lines),
     };
     Ok((fields, scanned))

@@ -4,8 +4,8 @@ use keel_policy::NO_PU;
 use serde::Deserialize;
 
 use super::{
-    valid_load, valid_speed, PuFields, Sourced, TaskFields, JSON_PU_EXPECTED, LOAD_EXPECTED,
-    SPEED_EXPECTED,
+    valid_load, valid_speed, PuFields, Sourced, TaskFields, ID_EXPECTED, JSON_PU_EXPECTED,
+    LOAD_EXPECTED, SPEED_EXPECTED,
 };
 use crate::error::TraceError;
 
@@ -18,6 +18,7 @@ struct JsonTrace {
     pu_available: Option<Vec<bool>>,
     migratable: Option<Vec<bool>>,
     current_mapping: Option<Vec<Option<usize>>>,
+    task_ids: Option<Vec<String>>,
     num_pus: Option<usize>,
 }
 
@@ -57,6 +58,17 @@ pub(super) fn parse(name: &str, bytes: &[u8]) -> Result<(TaskFields, PuFields), 
     };
     if let Some(m) = &trace.migratable {
         per_task("migratable", m.len())?;
+    }
+    if let Some(ids) = &trace.task_ids {
+        per_task("task_ids", ids.len())?;
+        if let Some(i) = ids.iter().position(|id| id.trim().is_empty()) {
+            return Err(TraceError::BadValue {
+                at: name.to_string(),
+                field: format!("task_ids[{i}]"),
+                value: ids[i].clone(),
+                expected: ID_EXPECTED,
+            });
+        }
     }
     if let Some(c) = &trace.current_mapping {
         per_task("current_mapping", c.len())?;
@@ -104,6 +116,7 @@ pub(super) fn parse(name: &str, bytes: &[u8]) -> Result<(TaskFields, PuFields), 
         current: trace
             .current_mapping
             .map(|c| c.into_iter().map(|p| p.unwrap_or(NO_PU)).collect()),
+        ids: trace.task_ids,
         lines: None,
     };
     Ok((tasks, pus))

@@ -7,13 +7,15 @@
 //! {"task_loads": [3.0, 1.5, 2.0],
 //!  "pu_loads": [0.0, 0.5], "pu_speeds": [1.0, 2.0], "pu_available": [true, true],
 //!  "migratable": [true, false, true], "current_mapping": [0, 1, null],
-//!  "num_pus": 2}
+//!  "task_ids": ["a", "b", "c"], "num_pus": 2}
 //! ```
 //!
 //! **CSV tasks** (a header row, then one row per task; `#` starts a comment
 //! line; cells are trimmed): column `load` is required; `migratable`
-//! (`true`/`false`/`1`/`0`) and `current_pu` (a PU index, empty for an
-//! unplaced task) are optional.
+//! (`true`/`false`/`1`/`0`), `current_pu` (a PU index, empty for an
+//! unplaced task) and the task's name, `id` or `task` (any non-empty text,
+//! unique; kept in [`MappingProblem::task_ids`] for the output mapping) are
+//! optional. Any other column is an error.
 //!
 //! **CSV PUs** (optional, one row per PU): any of `background` (time already
 //! committed, default 0), `speed` (relative, default 1) and `available`
@@ -149,6 +151,8 @@ struct TaskFields {
     loads: Vec<f64>,
     migratable: Option<Vec<bool>>,
     current: Option<Vec<usize>>,
+    /// The name of each task, when the trace gives them.
+    ids: Option<Vec<String>>,
     /// The line of each task, for CSV files.
     lines: Option<Vec<u64>>,
 }
@@ -215,6 +219,22 @@ fn assemble(name: &str, tasks: TaskFields, pus: PuFields) -> Result<MappingProbl
             limit: MAX_PUS,
         });
     }
+    if let Some(ids) = &tasks.ids {
+        let place = |t: usize| match tasks.lines.as_ref().and_then(|l| l.get(t)) {
+            Some(line) => format!("{name}:{line}"),
+            None => format!("{name}, task_ids[{t}]"),
+        };
+        let mut seen = std::collections::HashMap::with_capacity(ids.len());
+        for (t, id) in ids.iter().enumerate() {
+            if let Some(first) = seen.insert(id.as_str(), t) {
+                return Err(TraceError::DuplicateTaskId {
+                    at: place(t),
+                    id: id.clone(),
+                    first: place(first),
+                });
+            }
+        }
+    }
     let npus = match pus.counts.first() {
         None => {
             return Err(TraceError::UnknownPuCount {
@@ -231,6 +251,7 @@ fn assemble(name: &str, tasks: TaskFields, pus: PuFields) -> Result<MappingProbl
         pu_available: pus.available.map(|a| a.values),
         migratable: tasks.migratable,
         current: tasks.current,
+        task_ids: tasks.ids,
         model: Model::Dynamic,
     };
     if let Err(source) = problem.input() {
@@ -265,6 +286,7 @@ const SPEED_EXPECTED: &str = "a finite number > 0";
 const BOOL_EXPECTED: &str = "true, false, 1 or 0";
 const PU_EXPECTED: &str = "a PU index (an integer >= 0), or empty for an unplaced task";
 const JSON_PU_EXPECTED: &str = "a PU index (an integer >= 0), or null for an unplaced task";
+const ID_EXPECTED: &str = "a non-empty task id";
 
 /// `true`/`false`/`1`/`0`, any case.
 fn parse_bool(text: &str) -> Option<bool> {

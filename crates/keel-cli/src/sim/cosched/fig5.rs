@@ -35,20 +35,34 @@ pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result
     // written must not throw away what was computed; its failure is still
     // the command's error, naming the path.
     let plots = |out: &mut dyn Write| -> Result<(), CliError> {
-        let Some(dir) = &a.svg else {
+        let Some(svg) = &a.svg else {
             return Ok(());
         };
         out.flush()?;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::Usage(format!("svg {}: {e}", dir.display())))?;
+        // One plot per pattern: `FILE` gains `-<pattern>` before its
+        // extension; a directory (existing, or named with a trailing `/`)
+        // gets `fig5-<pattern>.svg` files, as `--svg DIR` always did.
+        let is_dir = svg.is_dir() || svg.as_os_str().to_string_lossy().ends_with('/');
+        let dir = if is_dir {
+            svg.as_path()
+        } else {
+            svg.parent().unwrap_or(Path::new(""))
+        };
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Runtime(format!("svg {}: {e}", dir.display())))?;
+        }
+        let path_of = |pattern: &str| {
+            if is_dir {
+                return dir.join(format!("fig5-{pattern}.svg"));
+            }
+            let stem = svg
+                .file_stem()
+                .map_or("fig5".into(), |s| s.to_string_lossy());
+            dir.join(format!("{stem}-{pattern}.svg"))
+        };
         for p in &patterns {
-            plot_fig5(
-                &dir.join(format!("fig5-{}.svg", p.name())),
-                p.name(),
-                a,
-                &specs,
-                &report.points,
-            )?;
+            plot_fig5(&path_of(p.name()), p.name(), a, &specs, &report.points)?;
         }
         Ok(())
     };
@@ -130,7 +144,7 @@ fn plot_fig5(
 ) -> Result<(), CliError> {
     use plotters::prelude::*;
     let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Usage(format!("svg {}: {e}", path.display()));
+        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
     let panels = a.variabilities.len();
     let root = SVGBackend::new(path, (900, 300 * panels as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| svg_error(&e))?;

@@ -168,7 +168,7 @@ pub struct VerifyArgs {
     /// Run the scenarios scaled to two PEs exactly as `keel cosched run`
     /// runs them for real (2 nodes × 1 PE, 2-rank jobs, 6 ms steps, 500
     /// supersteps, 25 ms slice) and print that command's table shape.
-    /// `--scenario` then takes `fine-grained`, `imbalanced` or
+    /// `--scenario` then takes `fine-grained`, `load-imbalanced` or
     /// `complementing` (or the `scaled-` names).
     #[arg(long)]
     pub scaled: bool,
@@ -195,8 +195,10 @@ pub struct Fig5Args {
     #[arg(long, value_delimiter = ',', default_values_t = ["nn".to_string(), "barrier".to_string()])]
     pub patterns: Vec<String>,
 
-    /// Write `fig5-<pattern>.svg` plots into this directory.
-    #[arg(long, value_name = "DIR")]
+    /// Write one plot per pattern: `FILE` with `-<pattern>` before its
+    /// extension (`--svg fig5.svg` writes `fig5-nn.svg`, `fig5-barrier.svg`),
+    /// or `fig5-<pattern>.svg` files when FILE is a directory.
+    #[arg(long, value_name = "FILE", alias = "svg-dir")]
     pub svg: Option<PathBuf>,
 }
 
@@ -212,7 +214,7 @@ pub struct AppsArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct SwfArgs {
     /// The log (Standard Workload Format 2.2).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "input", alias = "file", value_name = "FILE")]
     pub file: PathBuf,
 
     /// Compute seconds per iteration: a job's run time in the log becomes

@@ -19,7 +19,7 @@
 //!   strategy costs 1 and 4 (Fig. 13);
 //! - **overhead**: nanoseconds per item with empty tasks.
 //!
-//! `--workers N` (default 2, the paper's setting on this 2-core machine)
+//! `--threads N` (default 2, the paper's setting on this 2-core machine)
 //! sets the workers of (a), (b) (one fast worker among `N`, model
 //! `(s + N − 1)/N`), (d) and the overhead's second row, for runs on machines
 //! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
@@ -170,7 +170,7 @@ impl FarmBenchConfig {
         let workers = self.workers.unwrap_or(2);
         if workers == 0 {
             return Err(ExperimentError::Invalid(
-                "--workers must be at least 1".into(),
+                "--threads must be at least 1".into(),
             ));
         }
         let experiments = EXPERIMENTS

@@ -20,6 +20,11 @@ pub fn verify(
     common: &CoschedSetup,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<TablesReport> {
+    // `imbalanced` is the old spelling `keel cosched run` used.
+    let scenario = match scenario {
+        "imbalanced" => "load-imbalanced",
+        other => other,
+    };
     let chosen = pick(scenario, scenarios::verification_scenarios(), "--scenario")?;
     tables(
         chosen,
@@ -125,6 +130,8 @@ pub fn read_real_runs(file: &Path) -> Result<RealRuns> {
                 .collect();
             rows.push((policy.to_string(), max, runs));
         }
+        // Files written before the scenario's rename say `imbalanced`.
+        let scenario = real::Scenario::from_name(scenario).map_or(scenario, |s| s.name());
         out.push((scenario.to_string(), rows));
     }
     Ok(out)
