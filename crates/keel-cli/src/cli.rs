@@ -23,7 +23,7 @@ Exit status:
   2  a usage error: an unknown flag or name, a bad value or spec; nothing ran
 
 Every command that prints results takes --json (one JSON document on
-stdout) and --quiet (no progress, or no output for `map` and `policies`).";
+stdout) and --quiet (no progress lines on stderr).";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -34,9 +34,11 @@ pub enum Command {
     /// methods, farm dispatch, stealing exposure, co-scheduling) and the
     /// workload generators.
     Policies(crate::policies::PoliciesArgs),
-    /// Compare every mapping policy on built-in workloads.
+    /// A tour on built-in workloads: every mapping policy, then loops,
+    /// `auto`, farms, objects and co-scheduling in short.
     Demo(DemoArgs),
-    /// Benchmarks that run real loops on Keel's thread pool.
+    /// Benchmarks on this machine's threads: loop schedules, farms, `auto`
+    /// selection and over-decomposed objects.
     Bench(BenchArgs),
     /// The discrete-event simulator: calibrate, validate, and run loops,
     /// farms and objects at scales this machine cannot reach.
@@ -87,9 +89,9 @@ pub struct MapArgs {
     #[arg(long)]
     pub show_mapping: bool,
 
-    /// Print nothing on stdout; the exit status and stderr still say
-    /// whether every policy ran.
-    #[arg(short, long, conflicts_with = "json")]
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -99,6 +101,16 @@ pub struct DemoArgs {
     /// Run only these sections (default: all), e.g. `lb-test hotspot`.
     #[arg(value_name = "SECTION")]
     pub sections: Vec<String>,
+
+    /// Print one JSON document: each section's name, title, what to look
+    /// for and its text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// `keel bench`.

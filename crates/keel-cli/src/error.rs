@@ -83,8 +83,9 @@ impl From<keel_experiments::ExperimentError> for CliError {
         match e {
             E::Policy(p) => CliError::Policy(p),
             E::Workload(w) => CliError::Workload(w),
-            invalid @ E::Invalid(_) => CliError::Usage(invalid.to_string()),
-            other => CliError::Runtime(other.to_string()),
+            // The simulator refuses inputs it cannot model (a cluster too
+            // large, an unknown clock or kernel): values the user gave.
+            usage @ (E::Invalid(_) | E::Sim { .. }) => CliError::Usage(usage.to_string()),
         }
     }
 }

@@ -60,7 +60,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
     match command {
         Command::Map(args) => map::run(&args, out),
         Command::Policies(args) => policies::run(&args, out),
-        Command::Demo(args) => demo::run(&args.sections, out),
+        Command::Demo(args) => demo::run(&args.sections, args.json, out),
         Command::Bench(args) => match args.command {
             BenchCommand::Loops(args) => bench::run_loops(&args, out),
             BenchCommand::Farm(args) => bench_farm::run_farm(&args, out),

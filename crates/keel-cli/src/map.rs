@@ -17,7 +17,7 @@ pub fn run(args: &MapArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let cmp = report::compare(&problem, &specs)?;
     if args.json {
         report::write_json(out, &source, &problem, &cmp, args.show_mapping)?;
-    } else if !args.quiet {
+    } else {
         report::write_summary(out, &source, &problem)?;
         // A header with no row under it says nothing the error does not.
         if cmp.current.is_some() || !cmp.outcomes.is_empty() {

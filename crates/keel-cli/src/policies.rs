@@ -16,8 +16,9 @@ pub struct PoliciesArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Print nothing (the exit status says whether the registries build).
-    #[arg(short, long, conflicts_with = "json")]
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
     pub quiet: bool,
 }
 
@@ -153,9 +154,6 @@ fn families() -> Vec<(&'static str, &'static str, Family)> {
 /// Runs `keel policies`.
 pub fn run(args: &PoliciesArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let families = families();
-    if args.quiet {
-        return Ok(());
-    }
     if args.json {
         let object: serde_json::Map<String, serde_json::Value> = families
             .into_iter()

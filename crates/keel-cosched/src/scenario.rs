@@ -99,6 +99,7 @@ pub enum Scenario {
     /// §3.2.1.
     FineGrained,
     /// §3.2.2.
+    #[serde(rename = "load-imbalanced")]
     Imbalanced,
     /// §3.2.3.
     Complementing,

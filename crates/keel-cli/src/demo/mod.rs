@@ -40,8 +40,19 @@ pub fn sections() -> Vec<Section> {
     all
 }
 
-/// Runs the named sections, or all of them when `names` is empty.
-pub fn run(names: &[String], out: &mut dyn Write) -> Result<(), CliError> {
+/// One section's output, for `keel demo --json`.
+#[derive(serde::Serialize)]
+struct JsonSection<'a> {
+    name: &'a str,
+    title: &'a str,
+    look_for: &'a str,
+    /// What the section prints, as printed.
+    text: String,
+}
+
+/// Runs the named sections, or all of them when `names` is empty; with
+/// `json`, prints one document holding each section's text.
+pub fn run(names: &[String], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let all = sections();
     let chosen: Vec<&Section> = if names.is_empty() {
         all.iter().collect()
@@ -58,6 +69,22 @@ pub fn run(names: &[String], out: &mut dyn Write) -> Result<(), CliError> {
             })
             .collect::<Result<_, _>>()?
     };
+    if json {
+        let mut sections = Vec::with_capacity(chosen.len());
+        for section in chosen {
+            let mut text = Vec::new();
+            (section.body)(&mut text)?;
+            sections.push(JsonSection {
+                name: section.name,
+                title: section.title,
+                look_for: section.look_for,
+                text: String::from_utf8_lossy(&text).into_owned(),
+            });
+        }
+        serde_json::to_writer(&mut *out, &serde_json::json!({ "sections": sections }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
     let start = Instant::now();
     writeln!(
         out,

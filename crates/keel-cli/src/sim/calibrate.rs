@@ -40,6 +40,16 @@ pub struct CalibrateArgs {
     /// Free text stored in the file (how it was run).
     #[arg(long, value_name = "TEXT")]
     pub notes: Option<String>,
+
+    /// Print the calibration as JSON on stdout, also with `--output`
+    /// (without it, that is what is printed anyway).
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// `keel sim calibrate`.
@@ -51,6 +61,10 @@ pub fn run(args: &CalibrateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         notes: args.notes.clone(),
     })?;
     match &args.output {
+        Some(path) if args.json => {
+            calibration.save(path).map_err(sim_error)?;
+            write!(out, "{}", calibration.to_json())?;
+        }
         Some(path) => {
             calibration.save(path).map_err(sim_error)?;
             let m = &calibration.measurements;

@@ -65,6 +65,11 @@ pub struct FarmArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
+    pub quiet: bool,
+
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,

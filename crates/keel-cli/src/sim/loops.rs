@@ -15,7 +15,7 @@
 //!    best default-chunk schedule over the run; every row is % degradation
 //!    relative to Oracle, as `keel bench auto` reports it on threads.
 //!
-//! With `--trace FILE` it simulates the user's own loops instead (formats
+//! With `--input FILE` it simulates the user's own loops instead (formats
 //! in `keel-sim`'s README): every instance in file order, per schedule.
 
 use std::io::Write;
@@ -64,11 +64,11 @@ pub struct LoopsArgs {
     #[arg(long = "input", alias = "trace", value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
-    /// With --trace: schedules (default: the Auto4OMP portfolio).
+    /// With --input: schedules (default: the Auto4OMP portfolio).
     #[arg(short, long = "schedule", value_name = "SPEC")]
     pub schedules: Vec<String>,
 
-    /// With --trace: workers.
+    /// With --input: workers.
     #[arg(long, value_name = "P", default_value_t = 20)]
     pub trace_threads: usize,
 
@@ -319,7 +319,7 @@ fn run_trace(path: &Path, args: &LoopsArgs, out: &mut dyn Write) -> Result<(), C
     }
     writeln!(
         out,
-        "keel sim loops --trace {}: {} instances, {} iterations, {} workers",
+        "keel sim loops --input {}: {} instances, {} iterations, {} workers",
         path.display(),
         report.instances,
         report.iterations,

@@ -48,7 +48,7 @@ pub enum SimCommand {
     Validate(validate::ValidateArgs),
     /// SPHYNX-like L1 (N = 1,000,000): the bathtub curve over chunk sizes at
     /// P = 20, and the selection methods against Oracle at P = 20 and 64;
-    /// or a user trace with --trace.
+    /// or a user trace with --input.
     Loops(loops::LoopsArgs),
     /// The simulator's own speed: ss with chunk 1 over P = 16 … 1,024.
     Perf(perf::PerfArgs),

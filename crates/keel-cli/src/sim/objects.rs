@@ -68,6 +68,11 @@ pub struct ObjectsArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
+    /// No progress on stderr (this command prints none; accepted so that
+    /// `--quiet` works on every command).
+    #[arg(long)]
+    pub quiet: bool,
+
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -15,7 +15,7 @@
 //!    best default-chunk schedule over the run; every row is % degradation
 //!    relative to Oracle, as `keel bench auto` reports it on threads.
 //!
-//! With `--trace FILE` it simulates the user's own loops instead (formats
+//! With `--input FILE` it simulates the user's own loops instead (formats
 //! in `keel-sim`'s README): every instance in file order, per schedule.
 //!
 //! ```

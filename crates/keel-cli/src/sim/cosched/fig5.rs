@@ -39,10 +39,14 @@ pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result
             return Ok(());
         };
         out.flush()?;
-        // One plot per pattern: `FILE` gains `-<pattern>` before its
-        // extension; a directory (existing, or named with a trailing `/`)
-        // gets `fig5-<pattern>.svg` files, as `--svg DIR` always did.
-        let is_dir = svg.is_dir() || svg.as_os_str().to_string_lossy().ends_with('/');
+        // One plot per pattern: `FILE.svg` gains `-<pattern>` before its
+        // extension; any other path is a directory that gets
+        // `fig5-<pattern>.svg` files, as `--svg DIR` always did.
+        let is_file = svg
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+            && !svg.is_dir();
+        let is_dir = !is_file;
         let dir = if is_dir {
             svg.as_path()
         } else {

@@ -195,9 +195,10 @@ pub struct Fig5Args {
     #[arg(long, value_delimiter = ',', default_values_t = ["nn".to_string(), "barrier".to_string()])]
     pub patterns: Vec<String>,
 
-    /// Write one plot per pattern: `FILE` with `-<pattern>` before its
-    /// extension (`--svg fig5.svg` writes `fig5-nn.svg`, `fig5-barrier.svg`),
-    /// or `fig5-<pattern>.svg` files when FILE is a directory.
+    /// Write one plot per pattern: a FILE ending in `.svg` gets
+    /// `-<pattern>` before its extension (`--svg fig5.svg` writes
+    /// `fig5-nn.svg`, `fig5-barrier.svg`); any other path is a directory
+    /// that gets `fig5-<pattern>.svg` files.
     #[arg(long, value_name = "FILE", alias = "svg-dir")]
     pub svg: Option<PathBuf>,
 }
