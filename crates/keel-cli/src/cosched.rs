@@ -33,7 +33,7 @@ pub struct CoschedArgs {
 pub enum CoschedCommand {
     /// Run §3.2's verification scenarios for real (two nodes of one PE)
     /// under fcfs, local, gs, sb and fcs and print the paper's tables.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The synthetic BSP job (started by `run`; see `keel-bsp-job --help`).
     #[command(hide = true)]
     BspJob {
