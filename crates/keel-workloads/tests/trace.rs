@@ -412,3 +412,36 @@ fn huge_bad_loads_are_quoted_compactly() {
         "t.json: `task_loads[1]` = `-1e300` is invalid: expected a finite number >= 0"
     );
 }
+
+#[test]
+fn task_ids_are_kept_unique_and_optional() {
+    let p = csv("task,load\nalpha,3\n beta ,2\n", Some(2)).unwrap();
+    assert_eq!(
+        p.task_ids,
+        Some(vec!["alpha".to_string(), "beta".to_string()])
+    );
+    assert_eq!(csv("load\n1\n", Some(1)).unwrap().task_ids, None);
+    let p = json(r#"{"task_loads":[1,2],"task_ids":["a","b"],"num_pus":1}"#).unwrap();
+    assert_eq!(p.task_ids, Some(vec!["a".to_string(), "b".to_string()]));
+
+    let e = csv("id,load\na,1\nb,1\na,2\n", Some(1)).unwrap_err();
+    assert!(
+        matches!(&e, TraceError::DuplicateTaskId { id, .. } if id == "a"),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains(":4: task id `a` appears twice (first at"),
+        "{e}"
+    );
+    let e = json(r#"{"task_loads":[1,2],"task_ids":["a","a"],"num_pus":1}"#).unwrap_err();
+    assert!(matches!(e, TraceError::DuplicateTaskId { .. }), "{e:?}");
+    let e = json(r#"{"task_loads":[1,2],"task_ids":["a"],"num_pus":1}"#).unwrap_err();
+    assert!(matches!(e, TraceError::LengthMismatch { .. }), "{e:?}");
+    let e = csv("id,task,load\na,b,1\n", Some(1)).unwrap_err();
+    assert!(matches!(e, TraceError::TwoIdColumns { .. }), "{e:?}");
+    let e = csv("id,load\n ,1\n", Some(1)).unwrap_err();
+    assert!(matches!(e, TraceError::BadValue { .. }), "{e:?}");
+    let e = csv("id,load,owner\na,1,me\n", Some(1)).unwrap_err();
+    assert!(matches!(e, TraceError::UnknownColumn { .. }), "{e:?}");
+}
