@@ -20,6 +20,12 @@ use crate::report;
 
 /// `keel bench loops`.
 pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if let Some(n) = args.threads {
+        // The global pool reads its size from the environment when it is
+        // first used, which is below: nothing has started it, and no other
+        // thread runs yet to read the environment concurrently.
+        std::env::set_var("KEEL_NUM_THREADS", n.to_string());
+    }
     let report = loops::run(&LoopsConfig {
         schedules: args.schedules.clone(),
         workloads: args.workloads.clone(),

@@ -221,6 +221,17 @@ pub struct BenchFarmArgs {
     pub json: bool,
 }
 
+/// A thread count Keel's pool accepts: 1 to [`keel::pool::MAX_THREADS`].
+fn pool_threads(text: &str) -> Result<usize, String> {
+    let max = keel::pool::MAX_THREADS;
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a thread count from 1 to MAX_THREADS = {max}"
+        )),
+    }
+}
+
 /// `keel bench loops`.
 #[derive(Debug, Args)]
 pub struct BenchLoopsArgs {
@@ -234,6 +245,12 @@ pub struct BenchLoopsArgs {
     /// with their defaults).
     #[arg(short, long = "workload", value_name = "SPEC")]
     pub workloads: Vec<String>,
+
+    /// Threads of Keel's global pool the loops run on (default:
+    /// `KEEL_NUM_THREADS`, else the cores); sets `KEEL_NUM_THREADS` for
+    /// this run.
+    #[arg(long, value_name = "N", value_parser = pool_threads)]
+    pub threads: Option<usize>,
 
     /// Instances per schedule (and sequential runs); medians are shown.
     #[arg(long, value_name = "N", default_value_t = 3)]

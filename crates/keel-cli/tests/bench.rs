@@ -67,12 +67,27 @@ fn threads_come_from_keel_num_threads() {
 }
 
 #[test]
+fn threads_flag_sizes_the_pool() {
+    let output = keel()
+        .env("KEEL_NUM_THREADS", "2")
+        .args(["bench", "loops", "--threads", "1", "--reps", "1", "--json"])
+        .args(["--schedule", "static"])
+        .args(&SMALL[..2])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["threads"], 1, "--threads wins over KEEL_NUM_THREADS");
+}
+
+#[test]
 fn bad_arguments_fail_with_exit_code_2() {
     for args in [
         &["bench", "loops", "--workload", "mandel"][..],
         &["bench", "loops", "--workload", "lavamd:gamma=0"],
         &["bench", "loops", "--reps", "0"],
         &["bench", "loops", "--chunk", "0"],
+        &["bench", "loops", "--threads", "0"],
         // Refused before any work: no table on stdout.
         &[
             "bench",

@@ -16,7 +16,10 @@ fn names_are_checked_against_the_valid_ones() {
         ..config()
     };
     let e = prepare(&bogus).unwrap_err().to_string();
-    assert!(e.contains("fine-grained, imbalanced, complementing"), "{e}");
+    assert!(
+        e.contains("fine-grained, load-imbalanced, complementing"),
+        "{e}"
+    );
     let lottery = RunConfig {
         policies: vec!["lottery".into()],
         ..config()
