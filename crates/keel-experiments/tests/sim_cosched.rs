@@ -157,7 +157,7 @@ fn verify_scaled_against_real_runs_counts_pairs_ordered_alike() {
     .unwrap();
     let err = cosched::verify_against("imbalanced", &file, &setup, &mut silent).unwrap_err();
     assert!(
-        err.to_string().contains("no `imbalanced` scenario"),
+        err.to_string().contains("no `load-imbalanced` scenario"),
         "{err}"
     );
 }
