@@ -117,6 +117,14 @@ pub struct BenchObjectsArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): each table's total time per configuration, one line per run.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
     /// Print one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -140,9 +148,13 @@ pub struct BenchAutoArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): per workload, each loop instance's time under every method and Oracle, and the schedule auto,keel selected.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -169,6 +181,14 @@ pub struct BenchFarmArgs {
     /// (b) keeps one fast worker and its model becomes (s + p − 1)/p.
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): S against tasks per policy, one panel per experiment.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -197,6 +217,10 @@ pub struct BenchLoopsArgs {
     /// dynamic,k, a minimum for the others).
     #[arg(long, value_name = "K")]
     pub chunk: Option<u64>,
+
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
+    #[arg(long)]
+    pub quiet: bool,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use keel_experiments::bench::auto::{self, AutoConfig};
 use keel_experiments::bench::loops::{self, LoopsConfig};
+use keel_experiments::bench::Progress;
 use keel_experiments::ExperimentError;
 
 /// The benches run on Keel's global pool and read back their loops'
@@ -29,11 +30,14 @@ fn small() -> Vec<String> {
 #[test]
 fn every_schedule_gets_a_row_and_failures_are_rows() {
     let _alone = alone();
-    let report = loops::run(&LoopsConfig {
-        workloads: small(),
-        reps: 1,
-        ..LoopsConfig::default()
-    })
+    let report = loops::run(
+        &LoopsConfig {
+            workloads: small(),
+            reps: 1,
+            ..LoopsConfig::default()
+        },
+        &mut |_| {},
+    )
     .unwrap();
     assert!(report.threads >= 1);
     assert_eq!(report.workloads.len(), 2);
@@ -74,12 +78,15 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
 #[test]
 fn chosen_schedules_chunks_and_an_unknown_schedule() {
     let _alone = alone();
-    let report = loops::run(&LoopsConfig {
-        schedules: vec!["dynamic,4".into(), "no-such-schedule".into()],
-        workloads: vec!["mandelbrot:width=32,height=24,max-iter=60".into()],
-        reps: 2,
-        chunk: None,
-    })
+    let report = loops::run(
+        &LoopsConfig {
+            schedules: vec!["dynamic,4".into(), "no-such-schedule".into()],
+            workloads: vec!["mandelbrot:width=32,height=24,max-iter=60".into()],
+            reps: 2,
+            chunk: None,
+        },
+        &mut |_| {},
+    )
     .unwrap();
     let rows = &report.workloads[0].rows;
     assert_eq!(rows.len(), 2);
@@ -98,7 +105,7 @@ fn chosen_schedules_chunks_and_an_unknown_schedule() {
 
 #[test]
 fn bad_loop_configurations_are_refused_before_any_run() {
-    let bad = |config: LoopsConfig| loops::run(&config).unwrap_err().to_string();
+    let bad = |config: LoopsConfig| loops::run(&config, &mut |_| {}).unwrap_err().to_string();
     let reps = LoopsConfig {
         reps: 0,
         ..LoopsConfig::default()
@@ -114,7 +121,7 @@ fn bad_loop_configurations_are_refused_before_any_run() {
         ..LoopsConfig::default()
     };
     assert!(matches!(
-        loops::run(&workload),
+        loops::run(&workload, &mut |_| {}),
         Err(ExperimentError::Workload(_))
     ));
 }
@@ -135,7 +142,14 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
         quick: false,
     };
     let mut heard = Vec::new();
-    let report = auto::run(&config, &mut |what| heard.push(what.to_string())).unwrap();
+    let report = auto::run(&config, &mut |p| match p {
+        Progress::Total(n) => heard.push(format!("total {n}")),
+        Progress::Step(what) => heard.push(what.to_string()),
+    })
+    .unwrap();
+    // Two workloads: a warm-up and two repeats each, announced first.
+    assert_eq!(heard.len(), 7);
+    assert_eq!(heard[0], "total 6");
     assert!(!heard.is_empty(), "progress is reported");
     assert_eq!(report.reps, 2);
     assert_eq!(report.workloads.len(), 2);
@@ -148,6 +162,7 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
             assert!(fixed.total >= oracle * (1.0 - 1e-9), "{fixed:?}");
         }
         assert!(w.mechanism_cost_vs_static.is_finite());
+        assert_eq!(w.oracle_instance_times_s.len(), instances);
         // With two repeats each fold chooses from the other repeat alone,
         // and an instance's held-out time (the mean of its two folds)
         // cannot beat Oracle's best mean of the two.
@@ -177,6 +192,9 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
                 .map(|run| run.len)
                 .sum();
             assert_eq!(covered, instances as u64, "{m:?}");
+            assert_eq!(m.instance_times_s.len(), instances);
+            assert_eq!(m.selected_per_instance.len(), instances);
+            assert!(m.selected_per_instance.iter().all(Option::is_some));
             match &m.versus_keel {
                 None => assert_eq!(m.result.config, "auto,keel", "{m:?}"),
                 Some(versus) => {

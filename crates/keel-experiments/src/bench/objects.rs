@@ -17,7 +17,7 @@
 //! ```no_run
 //! use keel_experiments::bench::objects::{self, ObjectsConfig};
 //! // Seconds of work on a 2-thread pool.
-//! let report = objects::run(&ObjectsConfig { quick: true, ..ObjectsConfig::default() }).unwrap();
+//! let report = objects::run(&ObjectsConfig { quick: true, ..ObjectsConfig::default() }, &mut |_| {}).unwrap();
 //! assert_eq!(report.tables[0].id, "table1");
 //! ```
 
@@ -30,6 +30,7 @@ use keel_workloads::objects::{
 };
 use serde::Serialize;
 
+use super::{BackgroundLoad, LoadMeter, Progress};
 use crate::error::{ExperimentError, Result};
 
 /// What to run.
@@ -107,6 +108,9 @@ pub struct Row {
     pub ideal_s: f64,
     /// total ÷ ideal.
     pub of_ideal: f64,
+    /// `of_ideal` is below [`super::IDEAL_TOLERANCE`]: impossible by
+    /// construction (busy time over-measured or the timer), not a fast run.
+    pub below_ideal: bool,
     /// Objects moved.
     pub migrations: usize,
     /// Time inside policies' `map`.
@@ -117,6 +121,8 @@ pub struct Row {
     pub exposed: usize,
     /// Every run's total time.
     pub runs_s: Vec<f64>,
+    /// Each step's wall time in the median run (remaps excluded).
+    pub step_times_s: Vec<f64>,
 }
 
 /// A table of rows for one workload.
@@ -143,6 +149,8 @@ pub struct ObjectsBenchReport {
     pub reps: usize,
     /// Tables.
     pub tables: Vec<Table>,
+    /// The machine's background load over the run (`None` without `/proc`).
+    pub background_load: Option<BackgroundLoad>,
 }
 
 fn run_once(pool: &ThreadPool, work: &dyn ObjectWorkload, c: &Config) -> Result<RunReport> {
@@ -204,11 +212,13 @@ fn measure(
                 } else {
                     0.0
                 },
+                below_ideal: ideal_s > 0.0 && super::below_ideal(r.wall_s / ideal_s),
                 migrations: r.migrations(),
                 decision_s: r.rebalances.iter().map(|x| x.decision_s).sum(),
                 stolen: r.tasks.stolen_from,
                 exposed: r.tasks.exposed,
                 runs_s,
+                step_times_s: r.step_s.clone(),
             }
         })
         .collect())
@@ -224,8 +234,16 @@ fn table1_configs() -> Vec<Config> {
     ]
 }
 
-/// Runs the bench's tables.
-pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>> {
+/// The tables [`tables`] makes, one progress step each.
+pub const TABLES: u64 = 5;
+
+/// Runs the bench's tables; `progress` hears one step per table.
+pub fn tables(
+    quick: bool,
+    reps: usize,
+    pool: &ThreadPool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Table>> {
     let pus = pool.threads();
     let mut lassen = LassenLike::for_pus(pus);
     let mut stencil = Stencil {
@@ -246,6 +264,7 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
         workload: lassen.spec(),
         rows: measure(pool, &lassen, &table1_configs(), reps)?,
     });
+    progress(Progress::Step("Table 1"));
     let t2: Vec<Config> = [20, 50, 100]
         .iter()
         .map(|&p| config(&format!("Greedy, period {p}"), "greedy", Some(p), "none"))
@@ -256,6 +275,7 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
         workload: lassen.spec(),
         rows: measure(pool, &lassen, &t2, reps)?,
     });
+    progress(Progress::Step("Table 2"));
     out.push(Table {
         id: "stencil".into(),
         title: "Fig. 2: a balanced stencil, the cost of stealing when nobody needs it".into(),
@@ -270,6 +290,7 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
             reps,
         )?,
     });
+    progress(Progress::Step("Fig. 2"));
     let specs: Vec<String> = keel_policy::mapping::registry()
         .names()
         .into_iter()
@@ -298,12 +319,17 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
             workload: lb.spec(),
             rows: measure(pool, &lb, &configs, reps)?,
         });
+        progress(Progress::Step(&format!("lb_test ({name})")));
     }
     Ok(out)
 }
 
-/// Every table on a pool of `threads` PUs.
-pub fn run(config: &ObjectsConfig) -> Result<ObjectsBenchReport> {
+/// Every table on a pool of `threads` PUs; `progress` hears
+/// [`Progress::Total`] ([`TABLES`]) first, then one step per table.
+pub fn run(
+    config: &ObjectsConfig,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ObjectsBenchReport> {
     let pus = config.threads.unwrap_or(2);
     if pus == 0 {
         return Err(ExperimentError::Invalid(
@@ -318,12 +344,15 @@ pub fn run(config: &ObjectsConfig) -> Result<ObjectsBenchReport> {
         .threads(pus)
         .build()
         .map_err(|e| ExperimentError::Invalid(format!("thread pool: {e}")))?;
-    let tables = tables(config.quick, reps, &pool)?;
+    progress(Progress::Total(TABLES));
+    let meter = LoadMeter::start();
+    let tables = tables(config.quick, reps, &pool, progress)?;
     Ok(ObjectsBenchReport {
         quick: config.quick,
         pus,
         reps,
         tables,
+        background_load: meter.finish(),
     })
 }
 
