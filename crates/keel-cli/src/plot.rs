@@ -97,6 +97,11 @@ pub fn write_svg(path: &Path, panels: &[Panel]) -> Result<(), CliError> {
                 .copied()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
                 .collect();
+            // Marks as well as lines: a series of one point (one size,
+            // one step) is still seen.
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 2, color.filled())))
+                .map_err(|e| svg_error(&e))?;
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))
                 .map_err(|e| svg_error(&e))?
