@@ -273,6 +273,16 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// How a figure compares with the target a paper sets for it, in a note:
+/// `meets` or `misses` (the JSON keeps the boolean).
+pub fn meets(met: bool) -> &'static str {
+    if met {
+        "meets"
+    } else {
+        "misses"
+    }
+}
+
 /// The footnote under a table with a figure flagged by [`ratio`].
 pub const BELOW_IDEAL_NOTE: &str = "! below its own ideal (ratio < 0.97): impossible by construction, so a measurement artefact (a noisy reference time or the timer), not a faster-than-ideal run";
 

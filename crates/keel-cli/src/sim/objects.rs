@@ -16,11 +16,12 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use keel_experiments::sim::objects::{self, ObjectsConfig, ObjectsProgress, ObjectsSimReport};
 use keel_sim::objects::DEFAULT_STEAL_COST;
 
 use crate::error::CliError;
+use crate::progress;
 use crate::report;
 
 /// `keel sim objects`.
@@ -95,12 +96,11 @@ pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
     let mut bar: Option<ProgressBar> = None;
     let report = objects::run(&config, &mut |p| {
         let bar = bar.get_or_insert_with(|| {
-            let bar = ProgressBar::new(objects::total_steps(&config).unwrap_or(0));
-            bar.set_style(
-                ProgressStyle::with_template("sim objects {msg:28} {bar:40} {pos}/{len} steps")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar
+            progress::bar(
+                objects::total_steps(&config).unwrap_or(0),
+                "sim objects (steps)",
+                false,
+            )
         });
         match p {
             ObjectsProgress::Config(label) => bar.set_message(label.to_string()),
@@ -183,11 +183,11 @@ fn write_tables(
     }
     writeln!(
         out,
-        "Greedy + stealing vs No LB: {:.2}× (goal ≥ 1.5: {}); vs Greedy alone: {:.2}× (goal ≥ 1.1: {})",
+        "notes: Greedy + stealing is {:.2}× faster than No LB ({} the ≥ 1.5× target) and {:.2}× faster than Greedy alone ({} the ≥ 1.1× target)",
         r.gain_vs_no_lb,
-        if r.gain_vs_no_lb >= 1.5 { "met" } else { "NOT met" },
+        report::meets(r.gain_vs_no_lb >= 1.5),
         r.gain_vs_greedy,
-        if r.gain_vs_greedy >= 1.1 { "met" } else { "NOT met" },
+        report::meets(r.gain_vs_greedy >= 1.1),
     )?;
     writeln!(out)?;
     writeln!(
