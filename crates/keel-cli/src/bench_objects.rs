@@ -109,8 +109,10 @@ fn plot_panels(report: &ObjectsBenchReport) -> Vec<Panel> {
             series: t
                 .rows
                 .iter()
-                .map(|r| Series {
+                .enumerate()
+                .map(|(k, r)| Series {
                     name: r.config.clone(),
+                    color: k,
                     points: r
                         .step_times_s
                         .iter()

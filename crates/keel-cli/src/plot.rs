@@ -14,6 +14,9 @@ pub struct Series {
     pub name: String,
     /// Points in drawing order; non-finite ones are left out.
     pub points: Vec<(f64, f64)>,
+    /// Its colour's index in the palette, so that one name keeps one colour
+    /// across panels.
+    pub color: usize,
 }
 
 /// One chart: a title, axes whose labels name their units, and lines.
@@ -25,7 +28,7 @@ pub struct Panel {
     pub x_label: String,
     /// The y axis, with its unit (`time (ms)`, `S = t_rr / t`).
     pub y_label: String,
-    /// The lines, coloured in order.
+    /// The lines.
     pub series: Vec<Series>,
 }
 
@@ -53,7 +56,8 @@ fn ranges(panel: &Panel) -> ((f64, f64), (f64, f64)) {
         if !lo.is_finite() {
             (0.0, 1.0)
         } else if hi - lo < 1e-12 {
-            (lo - 0.5, hi + 0.5)
+            let d = (lo.abs() * 0.05).max(0.5);
+            (lo - d, hi + d)
         } else {
             let d = (hi - lo) * 0.05;
             (lo - d, hi + d)
@@ -89,8 +93,8 @@ pub fn write_svg(path: &Path, panels: &[Panel]) -> Result<(), CliError> {
             .y_desc(panel.y_label.as_str())
             .draw()
             .map_err(|e| svg_error(&e))?;
-        for (i, s) in panel.series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+        for s in &panel.series {
+            let color = Palette99::pick(s.color).to_rgba();
             let points: Vec<(f64, f64)> = s
                 .points
                 .iter()
@@ -132,6 +136,7 @@ mod tests {
             series: vec![Series {
                 name: "only-series".into(),
                 points,
+                color: 0,
             }],
         }
     }

@@ -21,16 +21,20 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             .collect()
     };
     for w in &report.workloads {
+        // Oracle is colour 0 and method k colour k + 1 in both panels.
         let mut times = vec![Series {
             name: "Oracle".into(),
             points: indexed(&w.oracle_instance_times_s),
+            color: 0,
         }];
-        times.extend(w.methods.iter().map(|m| Series {
+        times.extend(w.methods.iter().enumerate().map(|(k, m)| Series {
             name: m.result.config.clone(),
             points: indexed(&m.instance_times_s),
+            color: k + 1,
         }));
+        let name = w.spec.split(':').next().unwrap_or(&w.spec);
         panels.push(Panel {
-            title: format!("{}: time per loop instance", w.spec),
+            title: format!("{name}: time per loop instance"),
             x_label: "loop instance (program order)".into(),
             y_label: "time (ms)".into(),
             series: times,
@@ -38,8 +42,10 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
         let selected = w
             .methods
             .iter()
-            .map(|m| Series {
+            .enumerate()
+            .map(|(k, m)| Series {
                 name: m.result.config.clone(),
+                color: k + 1,
                 points: m
                     .selected_per_instance
                     .iter()
@@ -50,8 +56,7 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             .collect();
         panels.push(Panel {
             title: format!(
-                "{}: selected schedule (0 = {} … {} = {})",
-                w.spec,
+                "{name}: selected schedule (0 = {} … {} = {})",
                 AUTO4OMP_PORTFOLIO[0],
                 AUTO4OMP_PORTFOLIO.len() - 1,
                 AUTO4OMP_PORTFOLIO[AUTO4OMP_PORTFOLIO.len() - 1]

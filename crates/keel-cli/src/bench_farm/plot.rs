@@ -19,8 +19,10 @@ pub fn panel(e: &Experiment) -> Panel {
     }
     let mut series: Vec<Series> = policies
         .iter()
-        .map(|&p| Series {
+        .enumerate()
+        .map(|(k, &p)| Series {
             name: p.to_string(),
+            color: k,
             points: e
                 .rows
                 .iter()
@@ -42,6 +44,7 @@ pub fn panel(e: &Experiment) -> Panel {
         series.push(Series {
             name: "model".into(),
             points: model,
+            color: policies.len(),
         });
     }
     let size = if e.id == "e" { "pool size" } else { "tasks" };
