@@ -30,15 +30,21 @@ fn small() -> Vec<String> {
 #[test]
 fn every_schedule_gets_a_row_and_failures_are_rows() {
     let _alone = alone();
+    let mut steps = Vec::new();
     let report = loops::run(
         &LoopsConfig {
             workloads: small(),
             reps: 1,
             ..LoopsConfig::default()
         },
-        &mut |_| {},
+        &mut |p| steps.push(format!("{p:?}")),
     )
     .unwrap();
+    // The total first (two workloads × (29 schedules + T_serial)), then
+    // one step each.
+    assert_eq!(steps[0], "Total(60)");
+    assert_eq!(steps.len(), 61);
+    assert!(report.background_load.is_some() || !cfg!(target_os = "linux"));
     assert!(report.threads >= 1);
     assert_eq!(report.workloads.len(), 2);
     for w in &report.workloads {
@@ -61,7 +67,9 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
             match &r.error {
                 None => {
                     assert!(r.t_par.unwrap() > 0.0, "{r:?}");
-                    assert!(r.ratio_to_ideal.unwrap() > 0.0, "{r:?}");
+                    let ratio = r.ratio_to_ideal.unwrap();
+                    assert!(ratio > 0.0, "{r:?}");
+                    assert_eq!(r.below_ideal, ratio < 0.97, "{r:?}");
                     let lib = r.lib_percent.unwrap();
                     assert!((0.0..=100.0).contains(&lib), "{r:?}");
                     assert!(r.chunks.unwrap() >= 1, "{r:?}");
