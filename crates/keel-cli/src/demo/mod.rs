@@ -65,11 +65,11 @@ pub fn run(names: &[String], out: &mut dyn Write) -> Result<(), CliError> {
     )?;
     writeln!(
         out,
-        "Loads and times are seconds. λ = makespan/mean − 1; LIB % = (1 − mean/makespan)·100;"
+        "Loads and times are seconds. λ (%) = (makespan/mean − 1)·100; LIB (%) = (1 − mean/makespan)·100;"
     )?;
     writeln!(
         out,
-        "% of bound = makespan / max(mean, largest task) (100 is optimal); migrations = tasks moved"
+        "of bound (%) = makespan / max(mean, largest task)·100 (100 is optimal); migrations = tasks moved"
     )?;
     writeln!(
         out,

@@ -157,8 +157,8 @@ fn write_tables(
     )?;
     let mut rows = vec![[
         "config".to_string(),
-        "λ node".into(),
-        "λ PU".into(),
+        "λ node (%)".into(),
+        "λ PU (%)".into(),
         "total".into(),
         "steps".into(),
         "balancing".into(),
@@ -169,8 +169,8 @@ fn write_tables(
         let x = &row.run;
         rows.push([
             row.config.clone(),
-            format!("{:.1} %", 100.0 * x.lambda_node),
-            format!("{:.1} %", 100.0 * x.lambda_pu),
+            format!("{:.1}", 100.0 * x.lambda_node),
+            format!("{:.1}", 100.0 * x.lambda_pu),
             report::duration(x.total_s),
             report::duration(x.steps_s),
             report::duration(x.balance_s),
@@ -202,7 +202,7 @@ fn write_tables(
         "migration)".into(),
         "total".into(),
         "migrations".into(),
-        "λ PU".into(),
+        "λ PU (%)".into(),
     ]];
     let no_lb = &r.table1[0].run;
     rows.push([
@@ -213,7 +213,7 @@ fn write_tables(
         report::duration(0.0),
         report::duration(no_lb.total_s),
         "0".into(),
-        format!("{:.1} %", 100.0 * no_lb.lambda_pu),
+        format!("{:.1}", 100.0 * no_lb.lambda_pu),
     ]);
     for row in &r.table2 {
         let x = &row.run;
@@ -225,7 +225,7 @@ fn write_tables(
             report::duration(x.migration_s),
             report::duration(x.total_s),
             x.migrations.to_string(),
-            format!("{:.1} %", 100.0 * x.lambda_pu),
+            format!("{:.1}", 100.0 * x.lambda_pu),
         ]);
     }
     for line in report::align(&rows) {
