@@ -224,3 +224,36 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
         }
     }
 }
+
+/// `keel bench objects --quick`: the total announced first, then one step
+/// per run of a configuration; every row's flag agrees with its ratio.
+#[test]
+fn bench_objects_counts_its_runs_and_flags_impossible_ratios() {
+    use keel_experiments::bench::objects::{self, total_runs, ObjectsConfig};
+    let mut total = None;
+    let mut steps = 0u64;
+    let report = objects::run(
+        &ObjectsConfig {
+            quick: true,
+            ..ObjectsConfig::default()
+        },
+        &mut |p| match p {
+            Progress::Total(n) => total = Some(n),
+            Progress::Step(_) => steps += 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(total, Some(total_runs(1)));
+    assert_eq!(steps, total_runs(1));
+    let rows: usize = report.tables.iter().map(|t| t.rows.len()).sum();
+    assert_eq!(rows as u64, total_runs(1));
+    for r in report.tables.iter().flat_map(|t| &t.rows) {
+        assert_eq!(r.below_ideal, r.of_ideal < 0.97, "{r:?}");
+        assert!(!r.step_times_s.is_empty(), "{r:?}");
+        let sum: f64 = r.step_times_s.iter().sum();
+        assert!(
+            (sum - r.steps_s).abs() <= 1e-9 * r.steps_s.max(1.0),
+            "{r:?}"
+        );
+    }
+}

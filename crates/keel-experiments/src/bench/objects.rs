@@ -176,16 +176,20 @@ fn objects_error(e: keel::objects::ObjectsError) -> ExperimentError {
     ExperimentError::Invalid(format!("objects: {e}"))
 }
 
+/// Runs every configuration `reps` times, interleaved; one progress step
+/// per run.
 fn measure(
     pool: &ThreadPool,
     work: &dyn ObjectWorkload,
     configs: &[Config],
     reps: usize,
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<Row>> {
     let mut runs: Vec<Vec<RunReport>> = vec![Vec::new(); configs.len()];
     for _ in 0..reps {
         for (c, out) in configs.iter().zip(&mut runs) {
             out.push(run_once(pool, work, c)?);
+            progress(Progress::Step(&c.label));
         }
     }
     let pus = pool.threads() as f64;
@@ -234,10 +238,30 @@ fn table1_configs() -> Vec<Config> {
     ]
 }
 
-/// The tables [`tables`] makes, one progress step each.
-pub const TABLES: u64 = 5;
+/// The mapping policies of the lb_test tables (`hier` on one node).
+fn lb_test_specs() -> Vec<String> {
+    keel_policy::mapping::registry()
+        .names()
+        .into_iter()
+        .map(|n| {
+            if n == "hier" {
+                "hier:nodes=1".into()
+            } else {
+                n
+            }
+        })
+        .collect()
+}
 
-/// Runs the bench's tables; `progress` hears one step per table.
+/// The runs [`tables`] makes with `reps` runs per configuration: Table 1's
+/// four configurations, Table 2's three, the stencil's two, and every
+/// mapping policy on the ring and on the mesh.
+pub fn total_runs(reps: usize) -> u64 {
+    ((4 + 3 + 2 + 2 * lb_test_specs().len()) * reps) as u64
+}
+
+/// Runs the bench's tables; `progress` hears one step per run of a
+/// configuration ([`total_runs`] in all).
 pub fn tables(
     quick: bool,
     reps: usize,
@@ -262,9 +286,8 @@ pub fn tables(
         title: "Table 1: Lassen-like, λ at the PU level and total time (Greedy every 50 steps)"
             .into(),
         workload: lassen.spec(),
-        rows: measure(pool, &lassen, &table1_configs(), reps)?,
+        rows: measure(pool, &lassen, &table1_configs(), reps, progress)?,
     });
-    progress(Progress::Step("Table 1"));
     let t2: Vec<Config> = [20, 50, 100]
         .iter()
         .map(|&p| config(&format!("Greedy, period {p}"), "greedy", Some(p), "none"))
@@ -273,9 +296,8 @@ pub fn tables(
         id: "table2".into(),
         title: "Table 2: Lassen-like, Greedy at three periods, balancing time split out".into(),
         workload: lassen.spec(),
-        rows: measure(pool, &lassen, &t2, reps)?,
+        rows: measure(pool, &lassen, &t2, reps, progress)?,
     });
-    progress(Progress::Step("Table 2"));
     out.push(Table {
         id: "stencil".into(),
         title: "Fig. 2: a balanced stencil, the cost of stealing when nobody needs it".into(),
@@ -288,20 +310,10 @@ pub fn tables(
                 config("stealing", "block", None, STEALING),
             ],
             reps,
+            progress,
         )?,
     });
-    progress(Progress::Step("Fig. 2"));
-    let specs: Vec<String> = keel_policy::mapping::registry()
-        .names()
-        .into_iter()
-        .map(|n| {
-            if n == "hier" {
-                "hier:nodes=1".into()
-            } else {
-                n
-            }
-        })
-        .collect();
+    let specs = lb_test_specs();
     for topology in [Topology::Ring, Topology::Mesh] {
         let (steps, scale) = if quick { (80, 0.05) } else { (120, 0.25) };
         let lb = LbTestObjects::new(topology, 64, pus, steps, 40, 10.0, 3000.0, 12345, scale);
@@ -317,15 +329,14 @@ pub fn tables(
             id: format!("lb-test-{name}"),
             title: format!("lb_test ({name}): every mapping policy, balancing every 40 steps"),
             workload: lb.spec(),
-            rows: measure(pool, &lb, &configs, reps)?,
+            rows: measure(pool, &lb, &configs, reps, progress)?,
         });
-        progress(Progress::Step(&format!("lb_test ({name})")));
     }
     Ok(out)
 }
 
 /// Every table on a pool of `threads` PUs; `progress` hears
-/// [`Progress::Total`] ([`TABLES`]) first, then one step per table.
+/// [`Progress::Total`] ([`total_runs`]) first, then one step per run.
 pub fn run(
     config: &ObjectsConfig,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -344,7 +355,7 @@ pub fn run(
         .threads(pus)
         .build()
         .map_err(|e| ExperimentError::Invalid(format!("thread pool: {e}")))?;
-    progress(Progress::Total(TABLES));
+    progress(Progress::Total(total_runs(reps)));
     let meter = LoadMeter::start();
     let tables = tables(config.quick, reps, &pool, progress)?;
     Ok(ObjectsBenchReport {
@@ -377,7 +388,7 @@ pub fn demo_table() -> Result<Table> {
             c
         })
         .collect();
-    let rows = measure(&pool, &lassen, &configs, 1)?;
+    let rows = measure(&pool, &lassen, &configs, 1, &mut |_| {})?;
     Ok(Table {
         id: "demo".into(),
         title: "Lassen-like front on 2 PUs (Greedy every 10 steps)".into(),
