@@ -55,19 +55,34 @@ impl BackgroundLoad {
     }
 }
 
+/// The shortest run whose background load is reported: `/proc/stat`
+/// counts in 10 ms ticks, so one tick over 0.5 s is 0.02 CPU, while over a
+/// few milliseconds it would read as whole CPUs.
+pub const MIN_LOAD_WINDOW_S: f64 = 0.5;
+
 /// Measures [`BackgroundLoad`] from its start to [`LoadMeter::finish`].
 #[derive(Clone, Copy, Debug)]
-pub struct LoadMeter(Option<keel_bench::load::CpuSnapshot>);
+pub struct LoadMeter {
+    start: Option<keel_bench::load::CpuSnapshot>,
+    at: std::time::Instant,
+}
 
 impl LoadMeter {
     /// Starts measuring (nothing is measured where `/proc` is unreadable).
     pub fn start() -> LoadMeter {
-        LoadMeter(keel_bench::load::CpuSnapshot::now())
+        LoadMeter {
+            start: keel_bench::load::CpuSnapshot::now(),
+            at: std::time::Instant::now(),
+        }
     }
 
-    /// The load since the start, or `None` where it cannot be read.
+    /// The load since the start, or `None` where it cannot be read or the
+    /// run was shorter than [`MIN_LOAD_WINDOW_S`].
     pub fn finish(&self) -> Option<BackgroundLoad> {
-        let start = self.0?;
+        let start = self.start?;
+        if self.at.elapsed().as_secs_f64() < MIN_LOAD_WINDOW_S {
+            return None;
+        }
         let load = keel_bench::load::CpuSnapshot::now()?.since(&start);
         Some(BackgroundLoad {
             others_cpus: load.others,
@@ -95,8 +110,7 @@ mod tests {
             steal_cpus: 0.1
         }
         .is_high());
-        if let Some(l) = LoadMeter::start().finish() {
-            assert!(l.others_cpus >= 0.0 && l.steal_cpus >= 0.0);
-        }
+        // Too short a window to say anything.
+        assert_eq!(LoadMeter::start().finish(), None);
     }
 }
