@@ -246,8 +246,11 @@ pub fn bench_workload(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> WorkloadResult {
     let spec = w.spec();
+    // The bar's label: the workload's name, not its full spec, so that it
+    // fits on one line.
+    let name = spec.split(':').next().unwrap_or(&spec).to_string();
     let t_serial = serial_time(w, reps);
-    progress(Progress::Step(&format!("{spec}: T_serial")));
+    progress(Progress::Step(&format!("{name}: T_serial")));
     let ideal = t_serial / threads as f64;
     WorkloadResult {
         spec: w.spec(),
@@ -260,7 +263,7 @@ pub fn bench_workload(
             .iter()
             .map(|s| {
                 let row = run_schedule(w, s, chunk, reps, ideal);
-                progress(Progress::Step(&format!("{spec}: {s}")));
+                progress(Progress::Step(&format!("{name}: {s}")));
                 row
             })
             .collect(),

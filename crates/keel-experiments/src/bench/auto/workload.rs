@@ -36,7 +36,8 @@ pub fn bench_workload(
         format!("bench-auto/{spec}/warm-up"),
     )];
     run_interleaved(w, &mut warm_up, threads)?;
-    progress(Progress::Step(&format!("{spec}: warm-up")));
+    let name = spec.split(':').next().unwrap_or(&spec).to_string();
+    progress(Progress::Step(&format!("{name}: warm-up")));
 
     // Every fixed configuration, the pinned mechanism probe and the
     // methods take turns step by step within each repeat.
@@ -78,7 +79,7 @@ pub fn bench_workload(
             runs_of.push(runs.next().expect("one run per method"));
         }
         progress(Progress::Step(&format!(
-            "{spec}: repeat {}/{reps}",
+            "{name}: repeat {}/{reps}",
             rep + 1
         )));
     }
