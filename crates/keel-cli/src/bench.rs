@@ -16,6 +16,7 @@ use keel_experiments::bench::loops::{self, LoopsConfig, WorkloadResult};
 
 use crate::cli::BenchLoopsArgs;
 use crate::error::CliError;
+use crate::progress;
 use crate::report;
 
 /// `keel bench loops`.
@@ -26,12 +27,14 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
         // thread runs yet to read the environment concurrently.
         std::env::set_var("KEEL_NUM_THREADS", n.to_string());
     }
-    let report = loops::run(&LoopsConfig {
+    let config = LoopsConfig {
         schedules: args.schedules.clone(),
         workloads: args.workloads.clone(),
         reps: args.reps,
         chunk: args.chunk,
-    })?;
+    };
+    let report = progress::with_progress("bench loops", args.quiet, |p| loops::run(&config, p))?;
+    progress::warn_if_loaded("keel bench loops", report.background_load);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
@@ -39,20 +42,30 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
     }
     writeln!(
         out,
-        "keel bench loops: {} threads (Keel's global pool), median of {} instances per schedule{}",
+        "keel bench loops: {} threads (Keel's global pool), median of {} instances per schedule{}; {}",
         report.threads,
         report.reps,
         report
             .chunk
-            .map_or(String::new(), |k| format!(", chunk parameter {k}"))
+            .map_or(String::new(), |k| format!(", chunk parameter {k}")),
+        progress::load_words(report.background_load)
     )?;
     writeln!(
         out,
-        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB % = (1 − mean/max finish)·100; chunks and LIB of the last instance; binlpt and greedy get the exact per-iteration work as hints"
+        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB = (1 − mean/max finish)·100 %; chunks and LIB of the last instance; binlpt and greedy get the exact per-iteration work as hints"
     )?;
     for w in &report.workloads {
         writeln!(out)?;
         write_workload(out, w)?;
+    }
+    let flagged = report
+        .workloads
+        .iter()
+        .flat_map(|w| &w.rows)
+        .any(|r| r.below_ideal);
+    if flagged {
+        writeln!(out)?;
+        writeln!(out, "{}", report::BELOW_IDEAL_NOTE)?;
     }
     failed_rows(&report)
 }
@@ -96,7 +109,7 @@ pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), Cli
         "schedule".to_string(),
         "T_par".to_string(),
         "÷ ideal".to_string(),
-        "LIB %".to_string(),
+        "LIB (%)".to_string(),
         "chunks".to_string(),
     ]];
     let mut errors = Vec::new();
@@ -106,7 +119,8 @@ pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), Cli
             None => rows.push([
                 r.schedule.clone(),
                 r.t_par.map_or("–".into(), report::duration),
-                r.ratio_to_ideal.map_or("–".into(), |x| format!("{x:.2}")),
+                r.ratio_to_ideal
+                    .map_or("–".into(), |x| report::ratio(x, r.below_ideal)),
                 r.lib_percent.map_or("–".into(), |x| format!("{x:.1}")),
                 r.chunks.map_or("–".into(), |c| c.to_string()),
             ]),

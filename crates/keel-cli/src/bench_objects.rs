@@ -16,10 +16,12 @@
 
 use std::io::Write;
 
-use keel_experiments::bench::objects::{self, ObjectsConfig, Table};
+use keel_experiments::bench::objects::{self, ObjectsBenchReport, ObjectsConfig, Table};
 
 use crate::cli::BenchObjectsArgs;
 use crate::error::CliError;
+use crate::plot::{self, Panel, Series};
+use crate::progress;
 use crate::report;
 
 fn write_tables(out: &mut dyn Write, tables: &[Table]) -> Result<(), CliError> {
@@ -29,7 +31,7 @@ fn write_tables(out: &mut dyn Write, tables: &[Table]) -> Result<(), CliError> {
         writeln!(out, "  workload: {}", t.workload)?;
         let mut rows: Vec<Vec<String>> = vec![[
             "config",
-            "λ PU",
+            "λ PU (%)",
             "total",
             "steps",
             "balancing",
@@ -43,11 +45,15 @@ fn write_tables(out: &mut dyn Write, tables: &[Table]) -> Result<(), CliError> {
         for r in &t.rows {
             rows.push(vec![
                 r.config.clone(),
-                format!("{:.1} %", r.lambda * 100.0),
+                format!("{:.1}", r.lambda * 100.0),
                 report::duration(r.total_s),
                 report::duration(r.steps_s),
                 report::duration(r.balance_s),
-                format!("{:.3}", r.of_ideal),
+                if r.below_ideal {
+                    format!("{:.3}!", r.of_ideal)
+                } else {
+                    format!("{:.3}", r.of_ideal)
+                },
                 r.migrations.to_string(),
                 format!("{}/{}", r.stolen, r.exposed),
             ]);
@@ -56,25 +62,75 @@ fn write_tables(out: &mut dyn Write, tables: &[Table]) -> Result<(), CliError> {
             writeln!(out, "{line}")?;
         }
     }
+    if tables.iter().flat_map(|t| &t.rows).any(|r| r.below_ideal) {
+        writeln!(out)?;
+        writeln!(out, "{}", report::BELOW_IDEAL_NOTE)?;
+    }
     Ok(())
 }
 
 /// `keel bench objects`.
 pub fn run_objects(args: &BenchObjectsArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let report = objects::run(&ObjectsConfig {
+    let config = ObjectsConfig {
         threads: args.threads,
         reps: args.reps,
         quick: args.quick,
-    })?;
+    };
+    let report =
+        progress::with_progress("bench objects", args.quiet, |p| objects::run(&config, p))?;
+    progress::warn_if_loaded("keel bench objects", report.background_load);
     if args.json {
         serde_json::to_writer(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(());
+    } else {
+        write_report(out, &report)?;
     }
+    // The tables come first: a plot that cannot be written must not throw
+    // away what was measured; its failure is still the command's error.
+    out.flush()?;
+    if let Some(path) = &args.svg {
+        plot::write_svg(path, &plot_panels(&report))?;
+        if !args.json {
+            writeln!(out, "plot: {}", path.display())?;
+        }
+    }
+    Ok(())
+}
+
+/// One panel per table: each configuration's time per step (median run).
+fn plot_panels(report: &ObjectsBenchReport) -> Vec<Panel> {
+    report
+        .tables
+        .iter()
+        .map(|t| Panel {
+            title: t.title.clone(),
+            x_label: "step".into(),
+            y_label: "time per step (ms)".into(),
+            series: t
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(k, r)| Series {
+                    name: r.config.clone(),
+                    color: k,
+                    points: r
+                        .step_times_s
+                        .iter()
+                        .enumerate()
+                        .map(|(k, s)| (k as f64, s * 1e3))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn write_report(out: &mut dyn Write, report: &ObjectsBenchReport) -> Result<(), CliError> {
     let (pus, reps) = (report.pus, report.reps);
     writeln!(
         out,
-        "keel bench objects: {pus} PUs, {reps} run(s) per configuration (median shown); stolen = chunks stolen/exposed"
+        "keel bench objects: {pus} PUs, {reps} run(s) per configuration (median shown); stolen = chunks stolen/exposed; {}",
+        progress::load_words(report.background_load)
     )?;
     writeln!(
         out,

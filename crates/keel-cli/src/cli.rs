@@ -155,9 +155,13 @@ pub struct BenchObjectsArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// No progress on stderr.
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): each table's total time per configuration, one line per run.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -182,9 +186,13 @@ pub struct BenchAutoArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): per workload, each loop instance's time under every method and Oracle, and the schedule auto,keel selected.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -212,9 +220,13 @@ pub struct BenchFarmArgs {
     #[arg(long = "threads", alias = "workers", value_name = "N")]
     pub workers: Option<usize>,
 
-    /// No progress on stderr.
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Also write a plot to FILE (SVG): S against tasks per policy, one panel per experiment.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 
     /// Print one JSON document instead of tables.
     #[arg(long)]
@@ -261,7 +273,7 @@ pub struct BenchLoopsArgs {
     #[arg(long, value_name = "K")]
     pub chunk: Option<u64>,
 
-    /// No progress on stderr.
+    /// No progress bar on stderr (none is drawn when stderr is not a terminal).
     #[arg(long)]
     pub quiet: bool,
 

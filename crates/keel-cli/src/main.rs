@@ -15,7 +15,9 @@ mod cosched;
 mod demo;
 mod error;
 mod map;
+mod plot;
 mod policies;
+mod progress;
 mod report;
 mod sim;
 

@@ -145,9 +145,9 @@ const HEADER: [&str; 9] = [
     "policy",
     "makespan",
     "mean",
-    "λ",
-    "LIB %",
-    "% of bound",
+    "λ (%)",
+    "LIB (%)",
+    "of bound (%)",
     "migrations",
     "splits",
     "decision",
@@ -159,7 +159,7 @@ fn row(o: &Outcome, time: &dyn Fn(f64) -> String) -> [String; 9] {
         o.spec.clone(),
         time(m.makespan),
         time(m.mean),
-        format!("{:.4}", m.lambda),
+        format!("{:.2}", m.lambda * 100.0),
         format!("{:.2}", m.lib_percent),
         format!("{:.2}", m.percent_of_bound()),
         m.migrations.map_or("-".to_string(), |n| n.to_string()),
@@ -332,6 +332,9 @@ fn decimals_for(x: f64) -> Option<usize> {
 }
 
 /// A duration in the unit that keeps it readable.
+///
+/// Every table shows durations through this one helper: seconds, or `ms`
+/// and `µs` where that reads better, the unit always in the cell.
 pub fn duration(seconds: f64) -> String {
     if seconds < 1e-3 {
         format!("{:.1} µs", seconds * 1e6)
@@ -339,6 +342,29 @@ pub fn duration(seconds: f64) -> String {
         format!("{:.2} ms", seconds * 1e3)
     } else {
         format!("{seconds:.3} s")
+    }
+}
+
+/// How a figure compares with the target a paper sets for it, in a note:
+/// `meets` or `misses` (the JSON keeps the boolean).
+pub fn meets(met: bool) -> &'static str {
+    if met {
+        "meets"
+    } else {
+        "misses"
+    }
+}
+
+/// The footnote under a table with a figure flagged by [`ratio`].
+pub const BELOW_IDEAL_NOTE: &str = "! below its own ideal (ratio < 0.97): impossible by construction, so a measurement artefact (a noisy reference time or the timer), not a faster-than-ideal run";
+
+/// A ratio to an ideal, two decimals, marked `!` when it is impossibly
+/// low (`keel_experiments::bench::IDEAL_TOLERANCE`).
+pub fn ratio(x: f64, below_ideal: bool) -> String {
+    if below_ideal {
+        format!("{x:.2}!")
+    } else {
+        format!("{x:.2}")
     }
 }
 
@@ -358,6 +384,12 @@ mod tests {
         assert_eq!(duration(2.5e-6), "2.5 µs");
         assert_eq!(duration(0.0125), "12.50 ms");
         assert_eq!(duration(1.5), "1.500 s");
+    }
+
+    #[test]
+    fn impossible_ratios_are_marked() {
+        assert_eq!(ratio(0.934, true), "0.93!");
+        assert_eq!(ratio(1.204, false), "1.20");
     }
 
     #[test]

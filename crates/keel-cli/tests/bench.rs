@@ -34,6 +34,7 @@ fn chosen_schedules_and_chunks() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("dynamic,4"), "{text}");
     assert!(text.contains("T_serial"), "{text}");
+    assert!(text.contains("background load"), "{text}");
 }
 
 #[test]
@@ -137,13 +138,29 @@ fn bench_auto_tables_show_the_repeats_and_the_mechanism_probe() {
         "phase-change:iterations=4000,steps=6,switch=3",
         "sphynx:particles=400,short-particles=200,steps=3",
     ];
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("auto.svg");
     let mut args = vec!["bench", "auto", "--reps", "2", "--quiet"];
     for w in &workloads {
         args.extend(["-w", w]);
     }
-    let out = keel().args(&args).output().unwrap();
+    let out = keel().args(&args).arg("--svg").arg(&svg).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("background load"), "{text}");
+    // The plot: per-instance times of Oracle and every method, and the
+    // selected schedules, per workload.
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg"), "{plot}");
+    for name in [
+        "Oracle",
+        "auto,keel",
+        "auto,random",
+        "selected schedule",
+        "time (ms)",
+    ] {
+        assert!(plot.contains(name), "{name} missing from the plot");
+    }
     assert!(text.contains("mechanism (pinned static) %"), "{text}");
     assert!(text.contains("Oracle held out %"), "{text}");
     assert!(text.contains("keel − random (points)"), "{text}");
@@ -151,4 +168,26 @@ fn bench_auto_tables_show_the_repeats_and_the_mechanism_probe() {
         text.contains("auto:method=keel,expert-chunk=0,pin=static"),
         "{text}"
     );
+}
+
+#[test]
+fn bench_objects_plots_time_per_step_and_reports_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("objects.svg");
+    let out = keel()
+        .args(["bench", "objects", "--quick", "--quiet", "--json", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json.get("background_load").is_some(), "{json}");
+    let row = &json["tables"][0]["rows"][0];
+    assert!(row["below_ideal"].is_boolean(), "{row}");
+    assert!(!row["step_times_s"].as_array().unwrap().is_empty());
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg"));
+    for name in ["No LB", "time per step (ms)", "greedy-refine"] {
+        assert!(plot.contains(name), "{name} missing from the plot");
+    }
 }

@@ -45,6 +45,38 @@ fn bench_farm_json_is_one_document_with_the_report() {
     assert_eq!(json["runs"], 1);
     assert_eq!(json["overhead"].as_array().unwrap().len(), 4);
     assert!(json["experiments"].as_array().unwrap().is_empty());
+    assert!(json.get("background_load").is_some(), "{json}");
+}
+
+#[test]
+fn bench_farm_plots_s_against_tasks_per_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("farm.svg");
+    let output = keel()
+        .args([
+            "bench", "farm", "--quick", "--runs", "1", "-e", "d", "--svg",
+        ])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("background load"), "{text}");
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg"));
+    for name in ["rr", "arrs-adaptive", "tasks", "S = "] {
+        assert!(plot.contains(name), "{name} missing from the plot");
+    }
+    // Only the per-item cost: nothing to plot, a typed error after the table.
+    let output = keel()
+        .args([
+            "bench", "farm", "--quick", "--runs", "1", "-e", "overhead", "--svg",
+        ])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing to plot"));
 }
 
 #[test]

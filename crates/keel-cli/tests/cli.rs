@@ -121,7 +121,7 @@ fn demo_runs_chosen_sections_and_rejects_unknown_ones() {
 #[test]
 fn map_csv_matches_a_hand_checked_case() {
     // Loads 3 3 2 2 2 on 2 PUs. Greedy (LPT): 3→0, 3→1, 2→0, 2→1, 2→0, so
-    // PU times 7 and 5: makespan 7, mean 6, λ = 1/6, LIB = (1 − 6/7)·100,
+    // PU times 7 and 5: makespan 7, mean 6, λ = 1/6 (16.67 %), LIB = (1 − 6/7)·100,
     // bound max(12/2, 3) = 6, so 116.67%; placement 0 1 0 1 0 has 4 splits.
     // Block: 3 3 2 | 2 2, times 8 and 4, λ = 1/3, 1 split.
     let dir = TempDir::new().unwrap();
@@ -145,13 +145,13 @@ fn map_csv_matches_a_hand_checked_case() {
     let greedy = row("greedy");
     assert_eq!(
         greedy[..8],
-        ["greedy", "7.000", "6.000", "0.1667", "14.29", "116.67", "-", "4"],
+        ["greedy", "7.000", "6.000", "16.67", "14.29", "116.67", "-", "4"],
         "{out}"
     );
     let block = row("block");
     assert_eq!(
         block[..8],
-        ["block", "8.000", "6.000", "0.3333", "25.00", "133.33", "-", "1"],
+        ["block", "8.000", "6.000", "33.33", "25.00", "133.33", "-", "1"],
         "{out}"
     );
     assert!(

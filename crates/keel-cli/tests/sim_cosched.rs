@@ -67,7 +67,10 @@ fn verify_scaled_prints_the_real_runs_table_shape() {
         .find(|l| l.starts_with("Algorithm") && l.contains("Job 3"))
         .unwrap_or_else(|| panic!("no 4-job header:\n{out}"));
     let header: Vec<&str> = header.split_whitespace().collect();
-    assert_eq!(header.join(" "), "Algorithm Job 0 Job 1 Job 2 Job 3 Max");
+    assert_eq!(
+        header.join(" "),
+        "Algorithm Job 0 Job 1 Job 2 Job 3 Max (s)"
+    );
     assert!(!out.contains("paper Max"), "{out}");
     for row in ["FCFS", "LOCAL", "GS", "SB", "FCS"] {
         let rows = out

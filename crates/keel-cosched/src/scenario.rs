@@ -354,7 +354,8 @@ pub fn format_table(t: &Table) -> String {
     for (i, _) in t.job_names.iter().enumerate() {
         out.push_str(&format!("{:>9}", format!("Job {i}")));
     }
-    out.push_str(&format!("{:>10}\n", "Max"));
+    // Job times are in seconds too; the caller's note says so.
+    out.push_str(&format!("{:>10}\n", "Max (s)"));
     let best = t
         .rows
         .iter()

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use keel_experiments::bench::auto::{self, AutoConfig};
 use keel_experiments::bench::loops::{self, LoopsConfig};
+use keel_experiments::bench::Progress;
 use keel_experiments::ExperimentError;
 
 /// The benches run on Keel's global pool and read back their loops'
@@ -29,12 +30,20 @@ fn small() -> Vec<String> {
 #[test]
 fn every_schedule_gets_a_row_and_failures_are_rows() {
     let _alone = alone();
-    let report = loops::run(&LoopsConfig {
-        workloads: small(),
-        reps: 1,
-        ..LoopsConfig::default()
-    })
+    let mut steps = Vec::new();
+    let report = loops::run(
+        &LoopsConfig {
+            workloads: small(),
+            reps: 1,
+            ..LoopsConfig::default()
+        },
+        &mut |p| steps.push(format!("{p:?}")),
+    )
     .unwrap();
+    // The total first (two workloads × (29 schedules + T_serial)), then
+    // one step each.
+    assert_eq!(steps[0], "Total(60)");
+    assert_eq!(steps.len(), 61);
     assert!(report.threads >= 1);
     assert_eq!(report.workloads.len(), 2);
     for w in &report.workloads {
@@ -57,7 +66,9 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
             match &r.error {
                 None => {
                     assert!(r.t_par.unwrap() > 0.0, "{r:?}");
-                    assert!(r.ratio_to_ideal.unwrap() > 0.0, "{r:?}");
+                    let ratio = r.ratio_to_ideal.unwrap();
+                    assert!(ratio > 0.0, "{r:?}");
+                    assert_eq!(r.below_ideal, ratio < 0.97, "{r:?}");
                     let lib = r.lib_percent.unwrap();
                     assert!((0.0..=100.0).contains(&lib), "{r:?}");
                     assert!(r.chunks.unwrap() >= 1, "{r:?}");
@@ -80,13 +91,13 @@ fn chosen_schedules_chunks_and_an_unknown_schedule() {
         reps: 2,
         chunk: None,
     };
-    let report = loops::run(&config(&["dynamic,4"])).unwrap();
+    let report = loops::run(&config(&["dynamic,4"]), &mut |_| {}).unwrap();
     let rows = &report.workloads[0].rows;
     assert_eq!(rows.len(), 1);
     // dynamic,4 over 32 columns: exactly 8 chunks.
     assert_eq!(rows[0].chunks, Some(8), "{:?}", rows[0]);
     // A schedule that does not parse is refused before anything runs.
-    let e = loops::run(&config(&["dynamic,4", "no-such-schedule"])).unwrap_err();
+    let e = loops::run(&config(&["dynamic,4", "no-such-schedule"]), &mut |_| {}).unwrap_err();
     assert!(
         matches!(e, keel_experiments::ExperimentError::Invalid(_)),
         "{e:?}"
@@ -96,7 +107,7 @@ fn chosen_schedules_chunks_and_an_unknown_schedule() {
 
 #[test]
 fn bad_loop_configurations_are_refused_before_any_run() {
-    let bad = |config: LoopsConfig| loops::run(&config).unwrap_err().to_string();
+    let bad = |config: LoopsConfig| loops::run(&config, &mut |_| {}).unwrap_err().to_string();
     let reps = LoopsConfig {
         reps: 0,
         ..LoopsConfig::default()
@@ -112,7 +123,7 @@ fn bad_loop_configurations_are_refused_before_any_run() {
         ..LoopsConfig::default()
     };
     assert!(matches!(
-        loops::run(&workload),
+        loops::run(&workload, &mut |_| {}),
         Err(ExperimentError::Workload(_))
     ));
 }
@@ -133,7 +144,14 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
         quick: false,
     };
     let mut heard = Vec::new();
-    let report = auto::run(&config, &mut |what| heard.push(what.to_string())).unwrap();
+    let report = auto::run(&config, &mut |p| match p {
+        Progress::Total(n) => heard.push(format!("total {n}")),
+        Progress::Step(what) => heard.push(what.to_string()),
+    })
+    .unwrap();
+    // Two workloads: a warm-up and two repeats each, announced first.
+    assert_eq!(heard.len(), 7);
+    assert_eq!(heard[0], "total 6");
     assert!(!heard.is_empty(), "progress is reported");
     assert_eq!(report.reps, 2);
     assert_eq!(report.workloads.len(), 2);
@@ -146,6 +164,7 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
             assert!(fixed.total >= oracle * (1.0 - 1e-9), "{fixed:?}");
         }
         assert!(w.mechanism_cost_vs_static.is_finite());
+        assert_eq!(w.oracle_instance_times_s.len(), instances);
         // With two repeats each fold chooses from the other repeat alone,
         // and an instance's held-out time (the mean of its two folds)
         // cannot beat Oracle's best mean of the two.
@@ -175,6 +194,9 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
                 .map(|run| run.len)
                 .sum();
             assert_eq!(covered, instances as u64, "{m:?}");
+            assert_eq!(m.instance_times_s.len(), instances);
+            assert_eq!(m.selected_per_instance.len(), instances);
+            assert!(m.selected_per_instance.iter().all(Option::is_some));
             match &m.versus_keel {
                 None => assert_eq!(m.result.config, "auto,keel", "{m:?}"),
                 Some(versus) => {
@@ -194,5 +216,38 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
                 }
             }
         }
+    }
+}
+
+/// `keel bench objects --quick`: the total announced first, then one step
+/// per run of a configuration; every row's flag agrees with its ratio.
+#[test]
+fn bench_objects_counts_its_runs_and_flags_impossible_ratios() {
+    use keel_experiments::bench::objects::{self, total_runs, ObjectsConfig};
+    let mut total = None;
+    let mut steps = 0u64;
+    let report = objects::run(
+        &ObjectsConfig {
+            quick: true,
+            ..ObjectsConfig::default()
+        },
+        &mut |p| match p {
+            Progress::Total(n) => total = Some(n),
+            Progress::Step(_) => steps += 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(total, Some(total_runs(1)));
+    assert_eq!(steps, total_runs(1));
+    let rows: usize = report.tables.iter().map(|t| t.rows.len()).sum();
+    assert_eq!(rows as u64, total_runs(1));
+    for r in report.tables.iter().flat_map(|t| &t.rows) {
+        assert_eq!(r.below_ideal, r.of_ideal < 0.97, "{r:?}");
+        assert!(!r.step_times_s.is_empty(), "{r:?}");
+        let sum: f64 = r.step_times_s.iter().sum();
+        assert!(
+            (sum - r.steps_s).abs() <= 1e-9 * r.steps_s.max(1.0),
+            "{r:?}"
+        );
     }
 }

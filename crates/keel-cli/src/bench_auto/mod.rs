@@ -21,6 +21,7 @@
 //! against the methods. Loop ids are unique per configuration and repeat,
 //! so every run starts with fresh records and selection state.
 
+mod plot;
 mod table;
 
 use std::io::Write;
@@ -29,29 +30,33 @@ use keel_experiments::bench::auto::{self, AutoConfig};
 
 use crate::cli::BenchAutoArgs;
 use crate::error::CliError;
+use crate::progress;
 
 pub use table::write_report;
 
 /// `keel bench auto`.
 pub fn run_auto(args: &BenchAutoArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let quiet = args.quiet || args.quick;
-    let mut progress = |what: &str| {
-        if !quiet {
-            let _ = writeln!(std::io::stderr(), "keel bench auto: {what}");
-        }
+    let config = AutoConfig {
+        workloads: args.workloads.clone(),
+        reps: args.reps,
+        quick: args.quick,
     };
-    let report = auto::run(
-        &AutoConfig {
-            workloads: args.workloads.clone(),
-            reps: args.reps,
-            quick: args.quick,
-        },
-        &mut progress,
-    )?;
+    let report = progress::with_progress("bench auto", args.quiet, |p| auto::run(&config, p))?;
+    progress::warn_if_loaded("keel bench auto", report.background_load);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
-        return Ok(());
+    } else {
+        write_report(out, &report, args.quick)?;
     }
-    write_report(out, &report, args.quick)
+    // The tables come first: a plot that cannot be written must not throw
+    // away what was measured; its failure is still the command's error.
+    out.flush()?;
+    if let Some(path) = &args.svg {
+        plot::write(path, &report)?;
+        if !args.json {
+            writeln!(out, "plot: {}", path.display())?;
+        }
+    }
+    Ok(())
 }

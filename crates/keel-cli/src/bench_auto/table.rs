@@ -15,8 +15,10 @@ use keel_experiments::bench::auto::{
 pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<(), CliError> {
     writeln!(
         out,
-        "keel bench auto: {} threads, {} repeat(s) of every configuration, taking turns step by step; every total sums each loop instance's median over the repeats; % degradation relative to Oracle (best fixed configuration per loop instance)",
-        r.threads, r.reps
+        "keel bench auto: {} threads, {} repeat(s) of every configuration, taking turns step by step; every total sums each loop instance's median over the repeats; % degradation relative to Oracle (best fixed configuration per loop instance); {}",
+        r.threads,
+        r.reps,
+        crate::progress::load_words(r.background_load)
     )?;
     // Summary: one column per workload.
     let mut header = vec!["".to_string()];
@@ -27,7 +29,7 @@ pub fn write_report(out: &mut dyn Write, r: &AutoReport, brief: bool) -> Result<
         row.extend(r.workloads.iter().map(pick));
         rows.push(row);
     };
-    row_of("Oracle (s)", &|w| format!("{:.3}", w.oracle));
+    row_of("Oracle (time)", &|w| report::duration(w.oracle));
     row_of("ManualBest %", &|w| {
         format!("{:.1}", w.manual_best.degradation_percent)
     });

@@ -25,14 +25,17 @@
 //! with more cores (`scripts/scaling.sh`); (c) and (e) keep their layouts.
 
 mod demo;
+mod plot;
 mod tables;
 
 use std::io::Write;
 
 use keel_experiments::bench::farm::{self, FarmBenchConfig, FarmBenchReport};
+use keel_experiments::bench::LoadMeter;
 
 use crate::cli::BenchFarmArgs;
 use crate::error::CliError;
+use crate::progress;
 
 pub use demo::demo;
 pub use tables::write_experiment;
@@ -55,38 +58,58 @@ pub fn run_farm(args: &BenchFarmArgs, out: &mut dyn Write) -> Result<(), CliErro
         cores: farm::cores(),
         experiments: Vec::new(),
         overhead: Vec::new(),
+        background_load: None,
     };
+    // The load is only known at the end; the header says where to read it.
     if !args.json {
         writeln!(
             out,
-            "keel bench farm{}: {} runs per point, policies interleaved; {} cores; S = ⟨t_rr⟩/⟨t_X⟩ ± standard error",
+            "keel bench farm{}: {} runs per point, policies interleaved; {} cores; S = ⟨t_rr⟩/⟨t_X⟩ ± standard error; background load at the end",
             if args.quick { " --quick" } else { "" },
             plan.runs,
             report.cores
         )?;
     }
+    let meter = LoadMeter::start();
+    let bar = progress::bar(plan.experiments.len() as u64, "bench farm", args.quiet);
     for id in &plan.experiments {
-        let Some(e) = farm::experiment(id, &plan) else {
-            continue;
+        bar.set_message(format!("({id})"));
+        let e = if *id == "overhead" {
+            report.overhead = farm::overhead(&plan)?;
+            None
+        } else {
+            farm::experiment(id, &plan).transpose()?
         };
-        let e = e?;
+        bar.inc(1);
         if !args.json {
-            writeln!(out)?;
-            write_experiment(out, &e)?;
-            out.flush()?;
+            // Tables between redraws of the bar, not through it.
+            bar.suspend(|| -> Result<(), CliError> {
+                writeln!(out)?;
+                match &e {
+                    Some(e) => write_experiment(out, e)?,
+                    None => write_overhead(out, &report.overhead)?,
+                }
+                Ok(out.flush()?)
+            })?;
         }
-        report.experiments.push(e);
+        report.experiments.extend(e);
     }
-    if plan.experiments.contains(&"overhead") {
-        report.overhead = farm::overhead(&plan)?;
-        if !args.json {
-            writeln!(out)?;
-            write_overhead(out, &report.overhead)?;
-        }
-    }
+    bar.finish_and_clear();
+    report.background_load = meter.finish();
+    progress::warn_if_loaded("keel bench farm", report.background_load);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
+    } else {
+        writeln!(out)?;
+        writeln!(out, "{}", progress::load_words(report.background_load))?;
+    }
+    out.flush()?;
+    if let Some(path) = &args.svg {
+        plot::write(path, &report)?;
+        if !args.json {
+            writeln!(out, "plot: {}", path.display())?;
+        }
     }
     Ok(())
 }

@@ -24,13 +24,13 @@ pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliEr
         "S".into(),
         "± se".into(),
         if has_model {
-            "% of model".into()
+            "S ÷ model (%)".into()
         } else {
             String::new()
         },
         "items per worker".into(),
         if has_busy {
-            "busy % per worker".into()
+            "busy per worker (%)".into()
         } else {
             String::new()
         },
@@ -62,15 +62,15 @@ pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliEr
 pub(super) fn write_overhead(out: &mut dyn Write, rows: &[Overhead]) -> Result<(), CliError> {
     writeln!(
         out,
-        "(overhead) per-item cost with empty tasks, no collector, rr and arrs alternating run by run (median; goal rr ≤ 50 ns, arrs ≤ 1.2 × rr)"
+        "(overhead) per-item cost with empty tasks, no collector, rr and arrs alternating run by run (median); targets: rr ≤ 50 ns/item, arrs ≤ 1.2 × rr"
     )?;
     let mut table = vec![[
         "policy".to_string(),
         "workers".into(),
         "items".into(),
         "ns/item".into(),
-        "range".into(),
-        "× rr (paired)".into(),
+        "range (ns/item)".into(),
+        "÷ rr (paired)".into(),
     ]];
     for r in rows {
         table.push([

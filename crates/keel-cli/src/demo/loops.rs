@@ -34,8 +34,14 @@ fn mandelbrot(out: &mut dyn Write) -> Result<(), CliError> {
     let w = loop_workload(MANDELBROT)?;
     let threads = keel_experiments::bench::loops::global_threads()?;
     let schedules: Vec<String> = SCHEDULES.iter().map(|s| s.to_string()).collect();
-    let result =
-        keel_experiments::bench::loops::bench_workload(w.as_ref(), &schedules, None, REPS, threads);
+    let result = keel_experiments::bench::loops::bench_workload(
+        w.as_ref(),
+        &schedules,
+        None,
+        REPS,
+        threads,
+        &mut |_| {},
+    );
     writeln!(
         out,
         "{threads} threads (Keel's global pool), median of {REPS} instances; ÷ ideal = T_par / (T_serial / P)"

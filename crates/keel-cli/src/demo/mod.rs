@@ -92,11 +92,11 @@ pub fn run(names: &[String], json: bool, out: &mut dyn Write) -> Result<(), CliE
     )?;
     writeln!(
         out,
-        "Loads and times are seconds. λ = makespan/mean − 1; LIB % = (1 − mean/makespan)·100;"
+        "Loads and times are seconds. λ (%) = (makespan/mean − 1)·100; LIB (%) = (1 − mean/makespan)·100;"
     )?;
     writeln!(
         out,
-        "% of bound = makespan / max(mean, largest task) (100 is optimal); migrations = tasks moved"
+        "of bound (%) = makespan / max(mean, largest task)·100 (100 is optimal); migrations = tasks moved"
     )?;
     writeln!(
         out,

@@ -13,11 +13,11 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use keel_experiments::sim::farm::{self, FarmConfig, FarmSimReport, Row, DEFAULT_EMITTER_COST};
 use keel_sim::farm::{PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
 
 use crate::error::CliError;
+use crate::progress;
 use crate::report;
 
 /// `keel sim farm`.
@@ -95,11 +95,7 @@ impl FarmArgs {
 pub fn run(args: &FarmArgs) -> Result<(), CliError> {
     let config = args.config();
     let total = farm::simulations(&config);
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template("sim farm {bar:40} {pos}/{len} simulations")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress::bar(total as u64, "sim farm (simulations)", false);
     let report = farm::run(&config, &mut || bar.inc(1));
     bar.finish_and_clear();
     let report = report?;

@@ -328,7 +328,7 @@ fn run_trace(path: &Path, args: &LoopsArgs, out: &mut dyn Write) -> Result<(), C
     let mut table = vec![[
         "schedule".to_string(),
         "total T_par".into(),
-        "mean LIB %".into(),
+        "mean LIB (%)".into(),
         "chunks".into(),
     ]];
     for r in rows {

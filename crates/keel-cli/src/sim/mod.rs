@@ -24,8 +24,6 @@ pub mod validate;
 use std::io::Write;
 
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use keel_experiments::sim::Progress;
 
 use crate::error::CliError;
 
@@ -79,41 +77,4 @@ pub(crate) fn sim_error(e: impl std::fmt::Display) -> CliError {
     CliError::Runtime(format!("sim: {e}"))
 }
 
-/// A progress bar on stderr (hidden with `quiet`) for long runs.
-pub(crate) fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len);
-    let template = format!("{what} {{bar:40}} {{pos}}/{{len}} {{msg}}");
-    bar.set_style(
-        ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
-}
-
-/// Runs `experiment` with a progress bar labelled `what` on stderr (hidden
-/// by `--quiet`): its length from [`Progress::Total`], one step and the
-/// step's label per [`Progress::Step`]; cleared before the result returns.
-pub(crate) fn with_progress<T>(
-    what: &str,
-    quiet: bool,
-    experiment: impl FnOnce(
-        &mut dyn FnMut(Progress<'_>),
-    ) -> Result<T, keel_experiments::ExperimentError>,
-) -> Result<T, CliError> {
-    let mut bar = None;
-    let result = experiment(&mut |p| match p {
-        Progress::Total(n) => bar = Some(progress(n, what, quiet)),
-        Progress::Step(msg) => {
-            if let Some(bar) = &bar {
-                bar.set_message(msg.to_string());
-                bar.inc(1);
-            }
-        }
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    Ok(result?)
-}
+pub(crate) use crate::progress::with_progress;

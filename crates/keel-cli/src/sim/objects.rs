@@ -16,11 +16,12 @@
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use keel_experiments::sim::objects::{self, ObjectsConfig, ObjectsProgress, ObjectsSimReport};
 use keel_sim::objects::DEFAULT_STEAL_COST;
 
 use crate::error::CliError;
+use crate::progress;
 use crate::report;
 
 /// `keel sim objects`.
@@ -100,12 +101,11 @@ pub fn run(args: &ObjectsArgs) -> Result<(), CliError> {
     let mut bar: Option<ProgressBar> = None;
     let report = objects::run(&config, &mut |p| {
         let bar = bar.get_or_insert_with(|| {
-            let bar = ProgressBar::new(objects::total_steps(&config).unwrap_or(0));
-            bar.set_style(
-                ProgressStyle::with_template("sim objects {msg:28} {bar:40} {pos}/{len} steps")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar
+            progress::bar(
+                objects::total_steps(&config).unwrap_or(0),
+                "sim objects (steps)",
+                false,
+            )
         });
         match p {
             ObjectsProgress::Config(label) => bar.set_message(label.to_string()),
@@ -162,8 +162,8 @@ fn write_tables(
     )?;
     let mut rows = vec![[
         "config".to_string(),
-        "λ node".into(),
-        "λ PU".into(),
+        "λ node (%)".into(),
+        "λ PU (%)".into(),
         "total".into(),
         "steps".into(),
         "balancing".into(),
@@ -174,8 +174,8 @@ fn write_tables(
         let x = &row.run;
         rows.push([
             row.config.clone(),
-            format!("{:.1} %", 100.0 * x.lambda_node),
-            format!("{:.1} %", 100.0 * x.lambda_pu),
+            format!("{:.1}", 100.0 * x.lambda_node),
+            format!("{:.1}", 100.0 * x.lambda_pu),
             report::duration(x.total_s),
             report::duration(x.steps_s),
             report::duration(x.balance_s),
@@ -188,11 +188,11 @@ fn write_tables(
     }
     writeln!(
         out,
-        "Greedy + stealing vs No LB: {:.2}× (goal ≥ 1.5: {}); vs Greedy alone: {:.2}× (goal ≥ 1.1: {})",
+        "notes: Greedy + stealing is {:.2}× faster than No LB ({} the ≥ 1.5× target) and {:.2}× faster than Greedy alone ({} the ≥ 1.1× target)",
         r.gain_vs_no_lb,
-        if r.gain_vs_no_lb >= 1.5 { "met" } else { "NOT met" },
+        report::meets(r.gain_vs_no_lb >= 1.5),
         r.gain_vs_greedy,
-        if r.gain_vs_greedy >= 1.1 { "met" } else { "NOT met" },
+        report::meets(r.gain_vs_greedy >= 1.1),
     )?;
     writeln!(out)?;
     writeln!(
@@ -207,7 +207,7 @@ fn write_tables(
         "migration)".into(),
         "total".into(),
         "migrations".into(),
-        "λ PU".into(),
+        "λ PU (%)".into(),
     ]];
     let no_lb = &r.table1[0].run;
     rows.push([
@@ -218,7 +218,7 @@ fn write_tables(
         report::duration(0.0),
         report::duration(no_lb.total_s),
         "0".into(),
-        format!("{:.1} %", 100.0 * no_lb.lambda_pu),
+        format!("{:.1}", 100.0 * no_lb.lambda_pu),
     ]);
     for row in &r.table2 {
         let x = &row.run;
@@ -230,7 +230,7 @@ fn write_tables(
             report::duration(x.migration_s),
             report::duration(x.total_s),
             x.migrations.to_string(),
-            format!("{:.1} %", 100.0 * x.lambda_pu),
+            format!("{:.1}", 100.0 * x.lambda_pu),
         ]);
     }
     for line in report::align(&rows) {

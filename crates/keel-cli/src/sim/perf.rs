@@ -69,15 +69,11 @@ pub fn run(args: &PerfArgs, out: &mut dyn Write) -> Result<(), CliError> {
     )?;
     writeln!(
         out,
-        "headline P = 20: {} wall for {} events ({:.0} ns/event) — goal < 5 s: {}",
+        "headline P = 20: {} wall for {} events ({:.0} ns/event); {} the < 5 s target",
         report::duration(h.wall_s),
         h.events,
         h.ns_per_event,
-        if report.headline_under_5s {
-            "met"
-        } else {
-            "NOT met"
-        }
+        report::meets(report.headline_under_5s)
     )?;
     writeln!(out)?;
     let mut table = vec![[

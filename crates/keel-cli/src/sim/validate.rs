@@ -127,9 +127,9 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
         writeln!(
             out,
-            "max |error| {:.1} % (goal ≤ {ERROR_GOAL_PERCENT} %: {}); Kendall τ {:.3} (goal ≥ {TAU_GOAL}); {} pairs > 5 % apart, {} ranked differently{}: ranking goal {}",
+            "notes: max |error| {:.1} % ({} the ≤ {ERROR_GOAL_PERCENT} % target); Kendall τ {:.3} (target ≥ {TAU_GOAL}); {} pairs > 5 % apart, {} ranked differently{}: {} the ranking target",
             w.max_abs_error_percent,
-            if w.errors_within_goal { "met" } else { "NOT met" },
+            report::meets(w.errors_within_goal),
             w.kendall_tau,
             w.distinct_pairs,
             w.misranked_pairs.len(),
@@ -145,7 +145,7 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
                         .join(", ")
                 )
             },
-            if w.ranking_goal_met { "met" } else { "NOT met" }
+            report::meets(w.ranking_goal_met)
         )?;
     }
     Ok(())

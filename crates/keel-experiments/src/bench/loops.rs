@@ -18,7 +18,7 @@
 //!     reps: 1,
 //!     chunk: None,
 //! };
-//! let report = loops::run(&config).unwrap();
+//! let report = loops::run(&config, &mut |_| {}).unwrap();
 //! // dynamic,4 over 16 columns: 4 chunks.
 //! assert_eq!(report.workloads[0].rows[0].chunks, Some(4));
 //! ```
@@ -30,6 +30,7 @@ use keel_policy::stats::median;
 use keel_workloads::loops::{loop_workload, LoopWorkload};
 use serde::Serialize;
 
+use super::{BackgroundLoad, LoadMeter, Progress};
 use crate::error::{ExperimentError, Result};
 
 /// What to run.
@@ -106,6 +107,9 @@ pub struct Row {
     pub t_par_range: Option<(f64, f64)>,
     /// Median T_par / (T_serial / P).
     pub ratio_to_ideal: Option<f64>,
+    /// The ratio is below [`super::IDEAL_TOLERANCE`]: impossible by
+    /// construction (a noisy `T_serial` or the timer), not a fast run.
+    pub below_ideal: bool,
     /// LIB of the last instance, percent, from the loop record.
     pub lib_percent: Option<f64>,
     /// Chunks of the last instance, from the loop record.
@@ -144,6 +148,8 @@ pub struct BenchReport {
     pub chunk: Option<u64>,
     /// One result per workload.
     pub workloads: Vec<WorkloadResult>,
+    /// The machine's background load over the run (`None` without `/proc`).
+    pub background_load: Option<BackgroundLoad>,
 }
 
 /// Sequential time of the whole loop: the median of `reps` runs.
@@ -173,6 +179,7 @@ pub fn run_schedule(
         t_par: None,
         t_par_range: None,
         ratio_to_ideal: None,
+        below_ideal: false,
         lib_percent: None,
         chunks: None,
         error: None,
@@ -221,6 +228,7 @@ pub fn run_schedule(
     row.t_par = Some(t);
     row.t_par_range = Some((lo, hi));
     row.ratio_to_ideal = (ideal > 0.0).then(|| t / ideal);
+    row.below_ideal = row.ratio_to_ideal.is_some_and(super::below_ideal);
     if let Some(record) = last.and_then(keel::loops::record) {
         row.lib_percent = Some(record.last.lib_percent);
         row.chunks = Some(record.last.total_chunks());
@@ -228,15 +236,22 @@ pub fn run_schedule(
     row
 }
 
-/// Runs `schedules` on `w`.
+/// Runs `schedules` on `w`; `progress` hears one [`Progress::Step`] per
+/// schedule and one for the sequential runs.
 pub fn bench_workload(
     w: &dyn LoopWorkload,
     schedules: &[String],
     chunk: Option<u64>,
     reps: usize,
     threads: usize,
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> WorkloadResult {
+    let spec = w.spec();
+    // The bar's label: the workload's name, not its full spec, so that it
+    // fits on one line.
+    let name = spec.split(':').next().unwrap_or(&spec).to_string();
     let t_serial = serial_time(w, reps);
+    progress(Progress::Step(&format!("{name}: T_serial")));
     let ideal = t_serial / threads as f64;
     WorkloadResult {
         spec: w.spec(),
@@ -247,7 +262,11 @@ pub fn bench_workload(
         ideal,
         rows: schedules
             .iter()
-            .map(|s| run_schedule(w, s, chunk, reps, ideal))
+            .map(|s| {
+                let row = run_schedule(w, s, chunk, reps, ideal);
+                progress(Progress::Step(&format!("{name}: {s}")));
+                row
+            })
             .collect(),
     }
 }
@@ -262,8 +281,9 @@ pub fn global_threads() -> Result<usize> {
 /// Every schedule on every workload, after checking the configuration and
 /// building every workload (a bad spec fails before any work). The loops
 /// run on Keel's global pool and their rows read the loops' records back:
-/// run one bench at a time in a process, or the rows mix.
-pub fn run(config: &LoopsConfig) -> Result<BenchReport> {
+/// run one bench at a time in a process, or the rows mix. `progress` hears
+/// the number of steps first, then one step per schedule and workload.
+pub fn run(config: &LoopsConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Result<BenchReport> {
     if config.reps == 0 {
         return Err(ExperimentError::Invalid("--reps must be at least 1".into()));
     }
@@ -295,13 +315,28 @@ pub fn run(config: &LoopsConfig) -> Result<BenchReport> {
         }
     }
     let threads = global_threads()?;
+    progress(Progress::Total(
+        (workloads.len() * (schedules.len() + 1)) as u64,
+    ));
+    let meter = LoadMeter::start();
+    let workloads = workloads
+        .iter()
+        .map(|w| {
+            bench_workload(
+                w.as_ref(),
+                &schedules,
+                config.chunk,
+                config.reps,
+                threads,
+                progress,
+            )
+        })
+        .collect();
     Ok(BenchReport {
         threads,
         reps: config.reps,
         chunk: config.chunk,
-        workloads: workloads
-            .iter()
-            .map(|w| bench_workload(w.as_ref(), &schedules, config.chunk, config.reps, threads))
-            .collect(),
+        workloads,
+        background_load: meter.finish(),
     })
 }

@@ -17,7 +17,7 @@
 //! ```no_run
 //! use keel_experiments::bench::objects::{self, ObjectsConfig};
 //! // Seconds of work on a 2-thread pool.
-//! let report = objects::run(&ObjectsConfig { quick: true, ..ObjectsConfig::default() }).unwrap();
+//! let report = objects::run(&ObjectsConfig { quick: true, ..ObjectsConfig::default() }, &mut |_| {}).unwrap();
 //! assert_eq!(report.tables[0].id, "table1");
 //! ```
 
@@ -30,6 +30,7 @@ use keel_workloads::objects::{
 };
 use serde::Serialize;
 
+use super::{BackgroundLoad, LoadMeter, Progress};
 use crate::error::{ExperimentError, Result};
 
 /// What to run.
@@ -107,6 +108,9 @@ pub struct Row {
     pub ideal_s: f64,
     /// total ÷ ideal.
     pub of_ideal: f64,
+    /// `of_ideal` is below [`super::IDEAL_TOLERANCE`]: impossible by
+    /// construction (busy time over-measured or the timer), not a fast run.
+    pub below_ideal: bool,
     /// Objects moved.
     pub migrations: usize,
     /// Time inside policies' `map`.
@@ -117,6 +121,8 @@ pub struct Row {
     pub exposed: usize,
     /// Every run's total time.
     pub runs_s: Vec<f64>,
+    /// Each step's wall time in the median run (remaps excluded).
+    pub step_times_s: Vec<f64>,
 }
 
 /// A table of rows for one workload.
@@ -143,6 +149,8 @@ pub struct ObjectsBenchReport {
     pub reps: usize,
     /// Tables.
     pub tables: Vec<Table>,
+    /// The machine's background load over the run (`None` without `/proc`).
+    pub background_load: Option<BackgroundLoad>,
 }
 
 fn run_once(pool: &ThreadPool, work: &dyn ObjectWorkload, c: &Config) -> Result<RunReport> {
@@ -168,16 +176,20 @@ fn objects_error(e: keel::objects::ObjectsError) -> ExperimentError {
     ExperimentError::Invalid(format!("objects: {e}"))
 }
 
+/// Runs every configuration `reps` times, interleaved; one progress step
+/// per run.
 fn measure(
     pool: &ThreadPool,
     work: &dyn ObjectWorkload,
     configs: &[Config],
     reps: usize,
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<Row>> {
     let mut runs: Vec<Vec<RunReport>> = vec![Vec::new(); configs.len()];
     for _ in 0..reps {
         for (c, out) in configs.iter().zip(&mut runs) {
             out.push(run_once(pool, work, c)?);
+            progress(Progress::Step(&c.label));
         }
     }
     let pus = pool.threads() as f64;
@@ -204,11 +216,13 @@ fn measure(
                 } else {
                     0.0
                 },
+                below_ideal: ideal_s > 0.0 && super::below_ideal(r.wall_s / ideal_s),
                 migrations: r.migrations(),
                 decision_s: r.rebalances.iter().map(|x| x.decision_s).sum(),
                 stolen: r.tasks.stolen_from,
                 exposed: r.tasks.exposed,
                 runs_s,
+                step_times_s: r.step_s.clone(),
             }
         })
         .collect())
@@ -224,8 +238,36 @@ fn table1_configs() -> Vec<Config> {
     ]
 }
 
-/// Runs the bench's tables.
-pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>> {
+/// The mapping policies of the lb_test tables (`hier` on one node).
+fn lb_test_specs() -> Vec<String> {
+    keel_policy::mapping::registry()
+        .names()
+        .into_iter()
+        .map(|n| {
+            if n == "hier" {
+                "hier:nodes=1".into()
+            } else {
+                n
+            }
+        })
+        .collect()
+}
+
+/// The runs [`tables`] makes with `reps` runs per configuration: Table 1's
+/// four configurations, Table 2's three, the stencil's two, and every
+/// mapping policy on the ring and on the mesh.
+pub fn total_runs(reps: usize) -> u64 {
+    ((4 + 3 + 2 + 2 * lb_test_specs().len()) * reps) as u64
+}
+
+/// Runs the bench's tables; `progress` hears one step per run of a
+/// configuration ([`total_runs`] in all).
+pub fn tables(
+    quick: bool,
+    reps: usize,
+    pool: &ThreadPool,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Table>> {
     let pus = pool.threads();
     let mut lassen = LassenLike::for_pus(pus);
     let mut stencil = Stencil {
@@ -244,7 +286,7 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
         title: "Table 1: Lassen-like, λ at the PU level and total time (Greedy every 50 steps)"
             .into(),
         workload: lassen.spec(),
-        rows: measure(pool, &lassen, &table1_configs(), reps)?,
+        rows: measure(pool, &lassen, &table1_configs(), reps, progress)?,
     });
     let t2: Vec<Config> = [20, 50, 100]
         .iter()
@@ -254,7 +296,7 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
         id: "table2".into(),
         title: "Table 2: Lassen-like, Greedy at three periods, balancing time split out".into(),
         workload: lassen.spec(),
-        rows: measure(pool, &lassen, &t2, reps)?,
+        rows: measure(pool, &lassen, &t2, reps, progress)?,
     });
     out.push(Table {
         id: "stencil".into(),
@@ -268,19 +310,10 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
                 config("stealing", "block", None, STEALING),
             ],
             reps,
+            progress,
         )?,
     });
-    let specs: Vec<String> = keel_policy::mapping::registry()
-        .names()
-        .into_iter()
-        .map(|n| {
-            if n == "hier" {
-                "hier:nodes=1".into()
-            } else {
-                n
-            }
-        })
-        .collect();
+    let specs = lb_test_specs();
     for topology in [Topology::Ring, Topology::Mesh] {
         let (steps, scale) = if quick { (80, 0.05) } else { (120, 0.25) };
         let lb = LbTestObjects::new(topology, 64, pus, steps, 40, 10.0, 3000.0, 12345, scale);
@@ -296,14 +329,18 @@ pub fn tables(quick: bool, reps: usize, pool: &ThreadPool) -> Result<Vec<Table>>
             id: format!("lb-test-{name}"),
             title: format!("lb_test ({name}): every mapping policy, balancing every 40 steps"),
             workload: lb.spec(),
-            rows: measure(pool, &lb, &configs, reps)?,
+            rows: measure(pool, &lb, &configs, reps, progress)?,
         });
     }
     Ok(out)
 }
 
-/// Every table on a pool of `threads` PUs.
-pub fn run(config: &ObjectsConfig) -> Result<ObjectsBenchReport> {
+/// Every table on a pool of `threads` PUs; `progress` hears
+/// [`Progress::Total`] ([`total_runs`]) first, then one step per run.
+pub fn run(
+    config: &ObjectsConfig,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ObjectsBenchReport> {
     let pus = config.threads.unwrap_or(2);
     if pus == 0 {
         return Err(ExperimentError::Invalid(
@@ -318,12 +355,15 @@ pub fn run(config: &ObjectsConfig) -> Result<ObjectsBenchReport> {
         .threads(pus)
         .build()
         .map_err(|e| ExperimentError::Invalid(format!("thread pool: {e}")))?;
-    let tables = tables(config.quick, reps, &pool)?;
+    progress(Progress::Total(total_runs(reps)));
+    let meter = LoadMeter::start();
+    let tables = tables(config.quick, reps, &pool, progress)?;
     Ok(ObjectsBenchReport {
         quick: config.quick,
         pus,
         reps,
         tables,
+        background_load: meter.finish(),
     })
 }
 
@@ -348,7 +388,7 @@ pub fn demo_table() -> Result<Table> {
             c
         })
         .collect();
-    let rows = measure(&pool, &lassen, &configs, 1)?;
+    let rows = measure(&pool, &lassen, &configs, 1, &mut |_| {})?;
     Ok(Table {
         id: "demo".into(),
         title: "Lassen-like front on 2 PUs (Greedy every 10 steps)".into(),

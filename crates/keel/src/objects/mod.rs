@@ -500,10 +500,12 @@ impl<'p, T: Object> Objects<'p, T> {
         let mut pu_busy = vec![0.0; self.pus()];
         let mut rebalances = Vec::new();
         let (mut steps_s, mut balance_s) = (0.0, 0.0);
+        let mut step_s = Vec::with_capacity(steps);
         let start_stats = self.tasks.totals();
         for k in 0..steps {
             let report = self.step_inner(k + 1 < steps)?;
             steps_s += report.wall_s;
+            step_s.push(report.wall_s);
             for (total, b) in pu_busy.iter_mut().zip(&report.pu_busy_s) {
                 *total += b;
             }
@@ -526,6 +528,7 @@ impl<'p, T: Object> Objects<'p, T> {
             steps,
             wall_s: began.elapsed().as_secs_f64(),
             steps_s,
+            step_s,
             balance_s,
             lambda: metrics::stepped_lambda(&rows),
             busy_s: pu_busy.iter().sum(),

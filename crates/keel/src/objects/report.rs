@@ -50,6 +50,9 @@ pub struct RunReport {
     pub wall_s: f64,
     /// Time in steps.
     pub steps_s: f64,
+    /// Each step's wall time, barrier included, remap excluded (sums to
+    /// `steps_s`).
+    pub step_s: Vec<f64>,
     /// Time in remaps.
     pub balance_s: f64,
     /// λ over the run at the PU level: Σ_t max_p busy / Σ_t mean_p busy − 1

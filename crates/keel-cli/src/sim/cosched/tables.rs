@@ -64,7 +64,7 @@ pub(super) fn write_table(out: &mut dyn Write, t: &ScenarioTable) -> Result<(), 
         }
         s
     }));
-    header.extend(["Max".into(), "paper Max".into(), "util".into()]);
+    header.extend(["Max (s)".into(), "paper Max (s)".into(), "util".into()]);
     let mut rows = vec![header];
     for r in &t.rows {
         let name = match r.spec.split_once(':') {
@@ -89,11 +89,11 @@ pub(super) fn write_table(out: &mut dyn Write, t: &ScenarioTable) -> Result<(), 
     if let (Some(gap), Some(met)) = (t.fcs_gap, t.fcs_goal_met) {
         writeln!(
             out,
-            "  best (*): {}; FCS {:+.2} % from the best (goal ≤ {:.0} %: {})",
+            "  best (*): {}; FCS {:+.2} % from the best ({} the ≤ {:.0} % target)",
             label(&t.best),
             gap * 100.0,
-            FCS_GOAL * 100.0,
-            if met { "met" } else { "NOT met" }
+            report::meets(met),
+            FCS_GOAL * 100.0
         )?;
     } else {
         writeln!(out, "  best (*): {}", label(&t.best))?;

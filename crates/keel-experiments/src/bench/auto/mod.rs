@@ -37,6 +37,7 @@ use keel_workloads::steps::{stepped_workload, SteppedWorkload};
 use serde::Serialize;
 
 use super::loops::global_threads;
+use super::{BackgroundLoad, LoadMeter, Progress};
 use crate::error::{ExperimentError, Result};
 
 pub use workload::bench_workload;
@@ -97,6 +98,11 @@ pub struct MethodResult {
     pub exploration_instances: u64,
     /// Each loop's selection timeline (same repeat).
     pub timelines: Vec<(String, Vec<Run>)>,
+    /// Seconds of every loop instance, in program order (same repeat).
+    pub instance_times_s: Vec<f64>,
+    /// The portfolio index (`keel::policy::dls::AUTO4OMP_PORTFOLIO`) each instance ran,
+    /// in program order (same repeat); `None` where no record says.
+    pub selected_per_instance: Vec<Option<usize>>,
     /// `auto,keel` against this method (`None` for `auto,keel` itself).
     pub versus_keel: Option<VersusKeel>,
 }
@@ -134,6 +140,8 @@ pub struct WorkloadReport {
     /// left out, seconds; `None` with a single repeat. Its excess over
     /// Oracle is Oracle's luck, a lead no run can repeat.
     pub oracle_held_out: Option<f64>,
+    /// Oracle's seconds for every loop instance, in program order.
+    pub oracle_instance_times_s: Vec<f64>,
     /// ManualBest's total and its schedule per loop.
     pub manual_best: ConfigResult,
     /// ManualBest's choice per loop name.
@@ -164,6 +172,8 @@ pub struct AutoReport {
     pub reps: usize,
     /// One per workload.
     pub workloads: Vec<WorkloadReport>,
+    /// The machine's background load over the run (`None` without `/proc`).
+    pub background_load: Option<BackgroundLoad>,
 }
 
 /// What to run.
@@ -178,11 +188,11 @@ pub struct AutoConfig {
     pub quick: bool,
 }
 
-/// Every workload under every configuration; `progress` hears what starts
-/// (a workload, a repeat) as it starts. Like [`super::loops::run`], it runs
+/// Every workload under every configuration; `progress` hears the number
+/// of steps first, then one step per workload's warm-up and per repeat. Like [`super::loops::run`], it runs
 /// on Keel's global pool and reads loop records back: one bench at a time
 /// in a process.
-pub fn run(config: &AutoConfig, progress: &mut dyn FnMut(&str)) -> Result<AutoReport> {
+pub fn run(config: &AutoConfig, progress: &mut dyn FnMut(Progress<'_>)) -> Result<AutoReport> {
     let reps = config.reps.unwrap_or(if config.quick { 1 } else { 3 });
     if reps == 0 {
         return Err(ExperimentError::Invalid("--reps must be at least 1".into()));
@@ -197,12 +207,16 @@ pub fn run(config: &AutoConfig, progress: &mut dyn FnMut(&str)) -> Result<AutoRe
         .map(|s| stepped_workload(s))
         .collect::<Result<_, _>>()?;
     let threads = global_threads()?;
+    progress(Progress::Total((workloads.len() * (reps + 1)) as u64));
+    let meter = LoadMeter::start();
+    let workloads = workloads
+        .iter()
+        .map(|w| bench_workload(w.as_ref(), reps, threads, progress))
+        .collect::<Result<_>>()?;
     Ok(AutoReport {
         threads,
         reps,
-        workloads: workloads
-            .iter()
-            .map(|w| bench_workload(w.as_ref(), reps, threads, progress))
-            .collect::<Result<_>>()?,
+        workloads,
+        background_load: meter.finish(),
     })
 }

@@ -12,6 +12,7 @@ use super::noise::versus_keel;
 use super::program::{run_interleaved, sum_of_instance_medians, ChunkMode, Program, ProgramRun};
 use super::{ConfigResult, MethodResult, WorkloadReport, METHODS, PINNED_STATIC};
 use crate::error::Result;
+use crate::sim::Progress;
 use keel_policy::stats::median;
 
 /// Runs the whole evaluation of one workload.
@@ -19,7 +20,7 @@ pub fn bench_workload(
     w: &dyn SteppedWorkload,
     reps: usize,
     threads: usize,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<WorkloadReport> {
     let spec = w.spec();
     // Loop name of every instance, in program order.
@@ -29,13 +30,14 @@ pub fn bench_workload(
 
     // One untimed pass first: page faults, caches and the pool's first
     // wake-ups would otherwise fall on whichever configuration runs first.
-    progress(&format!("{spec}: warm-up"));
     let mut warm_up = [Program::new(
         "static",
         ChunkMode::Default,
         format!("bench-auto/{spec}/warm-up"),
     )];
     run_interleaved(w, &mut warm_up, threads)?;
+    let name = spec.split(':').next().unwrap_or(&spec).to_string();
+    progress(Progress::Step(&format!("{name}: warm-up")));
 
     // Every fixed configuration, the pinned mechanism probe and the
     // methods take turns step by step within each repeat.
@@ -48,12 +50,6 @@ pub fn bench_workload(
     let mut method_runs: Vec<Vec<ProgramRun>> = METHODS.iter().map(|_| Vec::new()).collect();
     let mut mechanism_ratios = Vec::with_capacity(reps);
     for rep in 0..reps {
-        progress(&format!(
-            "{spec}: repeat {}/{reps}: {} fixed configurations, {PINNED_STATIC} and {} methods, step by step",
-            rep + 1,
-            configs.len(),
-            METHODS.len()
-        ));
         let mut programs: Vec<Program<'_>> = configs
             .iter()
             .map(|(label, schedule, chunk)| {
@@ -82,6 +78,10 @@ pub fn bench_workload(
         for runs_of in method_runs.iter_mut() {
             runs_of.push(runs.next().expect("one run per method"));
         }
+        progress(Progress::Step(&format!(
+            "{name}: repeat {}/{reps}",
+            rep + 1
+        )));
     }
     // Per loop: its instances' times `[repeat][configuration][instance]`,
     // reduced to medians by `select::oracle::LoopTimes` — once over every
@@ -163,6 +163,7 @@ pub fn bench_workload(
         let mut seen: HashMap<&str, u64> = HashMap::new();
         let mut exploration_cost = 0.0;
         let mut exploration_instances = 0;
+        let mut selected = Vec::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
             let k = seen.entry(name).or_insert(0);
             let runs_of = run
@@ -175,6 +176,7 @@ pub fn bench_workload(
                     .iter()
                     .find(|r| (r.first..r.first + r.len).contains(k))
             });
+            selected.push(decision.map(|d| d.index));
             if let Some(d) = decision {
                 if d.phase.is_exploration() {
                     exploration_instances += 1;
@@ -197,6 +199,8 @@ pub fn bench_workload(
             exploration_cost,
             exploration_instances,
             timelines,
+            instance_times_s: run.times.clone(),
+            selected_per_instance: selected,
             repeat_totals: totals.iter().map(|&(t, _)| t).collect(),
             versus_keel: None,
         });
@@ -220,6 +224,7 @@ pub fn bench_workload(
         instances: names.len(),
         oracle,
         oracle_held_out: held_out_total,
+        oracle_instance_times_s: oracle_per_instance,
         manual_best: ConfigResult {
             config: "ManualBest".into(),
             total: manual_total,

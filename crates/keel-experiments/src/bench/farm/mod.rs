@@ -124,6 +124,9 @@ pub struct FarmBenchReport {
     pub experiments: Vec<Experiment>,
     /// The per-item cost rows.
     pub overhead: Vec<Overhead>,
+    /// The machine's background load over the run (`None` without
+    /// `/proc`); measure it with [`super::LoadMeter`].
+    pub background_load: Option<super::BackgroundLoad>,
 }
 
 /// What to run.
@@ -208,12 +211,14 @@ pub fn experiment(id: &str, plan: &Plan) -> Option<Result<Experiment>> {
 /// Every chosen experiment, then the per-item cost if chosen.
 pub fn run(config: &FarmBenchConfig) -> Result<FarmBenchReport> {
     let plan = config.plan()?;
+    let meter = super::LoadMeter::start();
     let mut report = FarmBenchReport {
         quick: plan.quick,
         runs: plan.runs,
         cores: cores(),
         experiments: Vec::new(),
         overhead: Vec::new(),
+        background_load: None,
     };
     for id in &plan.experiments {
         if let Some(e) = experiment(id, &plan) {
@@ -223,5 +228,6 @@ pub fn run(config: &FarmBenchConfig) -> Result<FarmBenchReport> {
     if plan.experiments.contains(&"overhead") {
         report.overhead = overhead(&plan)?;
     }
+    report.background_load = meter.finish();
     Ok(report)
 }
