@@ -113,6 +113,7 @@ fn plot_panels(report: &ObjectsBenchReport) -> Vec<Panel> {
                 .map(|(k, r)| Series {
                     name: r.config.clone(),
                     color: k,
+                    reference: false,
                     points: r
                         .step_times_s
                         .iter()
@@ -121,6 +122,7 @@ fn plot_panels(report: &ObjectsBenchReport) -> Vec<Panel> {
                         .collect(),
                 })
                 .collect(),
+            ..Panel::default()
         })
         .collect()
 }

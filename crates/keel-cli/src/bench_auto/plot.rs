@@ -26,11 +26,13 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             name: "Oracle".into(),
             points: indexed(&w.oracle_instance_times_s),
             color: 0,
+            reference: false,
         }];
         times.extend(w.methods.iter().enumerate().map(|(k, m)| Series {
             name: m.result.config.clone(),
             points: indexed(&m.instance_times_s),
             color: k + 1,
+            reference: false,
         }));
         let name = w.spec.split(':').next().unwrap_or(&w.spec);
         panels.push(Panel {
@@ -38,6 +40,7 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             x_label: "loop instance (program order)".into(),
             y_label: "time (ms)".into(),
             series: times,
+            ..Panel::default()
         });
         let selected = w
             .methods
@@ -46,6 +49,7 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             .map(|(k, m)| Series {
                 name: m.result.config.clone(),
                 color: k + 1,
+                reference: false,
                 points: m
                     .selected_per_instance
                     .iter()
@@ -64,6 +68,7 @@ pub fn panels(report: &AutoReport) -> Vec<Panel> {
             x_label: "loop instance (program order)".into(),
             y_label: "portfolio index".into(),
             series: selected,
+            ..Panel::default()
         });
     }
     panels

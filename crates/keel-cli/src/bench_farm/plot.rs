@@ -23,6 +23,7 @@ pub fn panel(e: &Experiment) -> Panel {
         .map(|(k, &p)| Series {
             name: p.to_string(),
             color: k,
+            reference: false,
             points: e
                 .rows
                 .iter()
@@ -41,11 +42,7 @@ pub fn panel(e: &Experiment) -> Panel {
         }
     }
     if !model.is_empty() {
-        series.push(Series {
-            name: "model".into(),
-            points: model,
-            color: policies.len(),
-        });
+        series.push(Series::reference("model", model));
     }
     let size = if e.id == "e" { "pool size" } else { "tasks" };
     Panel {
@@ -53,6 +50,7 @@ pub fn panel(e: &Experiment) -> Panel {
         x_label: size.into(),
         y_label: "S = ⟨t_rr⟩ / ⟨t⟩".into(),
         series,
+        ..Panel::default()
     }
 }
 

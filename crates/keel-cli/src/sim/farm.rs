@@ -17,6 +17,7 @@ use keel_experiments::sim::farm::{self, FarmConfig, FarmSimReport, Row, DEFAULT_
 use keel_sim::farm::{PAPER_FAST_SPEED, PAPER_SLOW_TASK_S};
 
 use crate::error::CliError;
+use crate::plot::{self, Axis, Panel, Series};
 use crate::progress;
 use crate::report;
 
@@ -174,72 +175,55 @@ fn write_tables(out: &mut dyn Write, r: &FarmSimReport) -> Result<(), CliError> 
 }
 
 fn plot(path: &std::path::Path, args: &FarmArgs, rows: &[Row]) -> Result<(), CliError> {
-    use plotters::prelude::*;
-    let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
     let policies = farm::policies(&args.config());
-    let panels = args.workers.len();
-    let root = SVGBackend::new(path, (900, 320 * panels as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let xmax = args.tasks.iter().copied().max().unwrap_or(1) as f64 / 1000.0 * 1.05;
     let ymax = rows
         .iter()
         .map(|r| r.speedup.max(r.model))
         .fold(1.0, f64::max)
         * 1.1;
-    for (area, &p) in root.split_evenly((panels, 1)).iter().zip(&args.workers) {
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!("{p} workers, one {}x faster", args.fast_speed),
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(48)
-            .build_cartesian_2d(0f64..xmax, 0.8f64..ymax)
-            .map_err(|e| svg_error(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("tasks (K)")
-            .y_desc("S = t_rr / t")
-            .draw()
-            .map_err(|e| svg_error(&e))?;
-        for (i, spec) in policies.iter().enumerate() {
-            let canonical = keel_policy::farm::parse(spec)
-                .map(|d| d.spec().to_string())
-                .unwrap_or_else(|_| spec.clone());
-            let color = Palette99::pick(i).to_rgba();
-            let points: Vec<(f64, f64)> = rows
+    let panels: Vec<Panel> = args
+        .workers
+        .iter()
+        .map(|&p| {
+            let mut series: Vec<Series> = policies
                 .iter()
-                .filter(|r| r.workers == p && r.policy == canonical)
-                .map(|r| (r.tasks as f64 / 1000.0, r.speedup))
+                .enumerate()
+                .map(|(i, spec)| {
+                    let canonical = keel_policy::farm::parse(spec)
+                        .map(|d| d.spec().to_string())
+                        .unwrap_or_else(|_| spec.clone());
+                    let points = rows
+                        .iter()
+                        .filter(|r| r.workers == p && r.policy == canonical)
+                        .map(|r| (r.tasks as f64 / 1000.0, r.speedup))
+                        .collect();
+                    Series::new(canonical, i, points)
+                })
                 .collect();
-            chart
-                .draw_series(LineSeries::new(points, color.stroke_width(2)))
-                .map_err(|e| svg_error(&e))?
-                .label(canonical)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        }
-        let model = rows
-            .iter()
-            .find(|r| r.workers == p)
-            .map_or(1.0, |r| r.model);
-        chart
-            .draw_series(LineSeries::new(
+            let model = rows
+                .iter()
+                .find(|r| r.workers == p)
+                .map_or(1.0, |r| r.model);
+            series.push(Series::reference(
+                "model Σsᵢ/(p·s₁)",
                 vec![(0.0, model), (xmax, model)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(|e| svg_error(&e))?
-            .label("model Σsᵢ/(p·s₁)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| svg_error(&e))?;
-    }
-    root.present().map_err(|e| svg_error(&e))?;
-    Ok(())
+            ));
+            Panel {
+                title: format!("{p} workers, one {}x faster", args.fast_speed),
+                x_label: "tasks (K)".into(),
+                y_label: "S = t_rr / t".into(),
+                series,
+                x_axis: Axis {
+                    log: false,
+                    range: Some((0.0, xmax)),
+                },
+                y_axis: Axis {
+                    log: false,
+                    range: Some((0.8, ymax)),
+                },
+            }
+        })
+        .collect();
+    plot::write_svg(path, &panels)
 }

@@ -27,6 +27,7 @@ use keel_experiments::sim::loops::{
 use keel_sim::loops::sphynx_l1;
 
 use crate::error::CliError;
+use crate::plot::{self, Axis, Panel, Series};
 use crate::report;
 
 /// `keel sim loops`.
@@ -222,83 +223,46 @@ fn write_report(out: &mut dyn Write, r: &LoopsReport, args: &LoopsArgs) -> Resul
 }
 
 fn plot(path: &Path, b: &Bathtub) -> Result<(), CliError> {
-    use plotters::prelude::*;
-    let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let xmax = b.points.iter().map(|p| p.chunk).max().unwrap_or(1) as f64 * 1.5;
     let ms = |t: f64| t * 1e3;
-    let ymax = b
-        .points
+    let times = || b.points.iter().flat_map(|p| p.t_par.iter().copied());
+    let ymax = times().fold(0.0, f64::max);
+    let ymin = times().fold(f64::INFINITY, f64::min);
+    let mut series: Vec<Series> = BATHTUB_SCHEDULES
         .iter()
-        .flat_map(|p| p.t_par.iter().copied())
-        .fold(0.0, f64::max);
-    let ymin = b
-        .points
-        .iter()
-        .flat_map(|p| p.t_par.iter().copied())
-        .fold(f64::INFINITY, f64::min);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "Simulated SPHYNX-like L1, N = 10^6, P = {}: T_par over the chunk parameter",
-                b.threads
-            ),
-            ("sans-serif", 18),
-        )
-        .margin(14)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(
-            (0.8f64..xmax).log_scale(),
-            (ms(ymin) * 0.9..ms(ymax) * 1.05).log_scale(),
-        )
-        .map_err(|e| svg_error(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("chunk parameter k (log)")
-        .y_desc("T_par (ms, log)")
-        .draw()
-        .map_err(|e| svg_error(&e))?;
-    for (i, s) in BATHTUB_SCHEDULES.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points: Vec<(f64, f64)> = b
-            .points
-            .iter()
-            .map(|p| (p.chunk as f64, ms(p.t_par[i])))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| svg_error(&e))?
-            .label(format!("{s},k"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )
-            .map_err(|e| svg_error(&e))?;
-    }
+        .enumerate()
+        .map(|(i, s)| {
+            let points = b
+                .points
+                .iter()
+                .map(|p| (p.chunk as f64, ms(p.t_par[i])))
+                .collect();
+            Series::new(format!("{s},k"), i, points)
+        })
+        .collect();
     let k = b.expert_chunk as f64;
-    chart
-        .draw_series(LineSeries::new(
-            vec![(k, ms(ymin) * 0.9), (k, ms(ymax) * 1.05)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(|e| svg_error(&e))?
-        .label(format!("expert chunk {}", b.expert_chunk))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperMiddle)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(|e| svg_error(&e))?;
-    root.present().map_err(|e| svg_error(&e))?;
-    Ok(())
+    series.push(Series::reference(
+        format!("expert chunk {}", b.expert_chunk),
+        vec![(k, ms(ymin) * 0.9), (k, ms(ymax) * 1.05)],
+    ));
+    let panel = Panel {
+        title: format!(
+            "Simulated SPHYNX-like L1, N = 10^6, P = {}: T_par over the chunk parameter",
+            b.threads
+        ),
+        x_label: "chunk parameter k (log)".into(),
+        y_label: "T_par (ms, log)".into(),
+        series,
+        x_axis: Axis {
+            log: true,
+            range: Some((0.8, xmax)),
+        },
+        y_axis: Axis {
+            log: true,
+            range: Some((ms(ymin) * 0.9, ms(ymax) * 1.05)),
+        },
+    };
+    plot::write_svg(path, &[panel])
 }
 
 /// A user trace: every instance in file order under each schedule.

@@ -21,6 +21,7 @@ use keel_experiments::sim::objects::{self, ObjectsConfig, ObjectsProgress, Objec
 use keel_sim::objects::DEFAULT_STEAL_COST;
 
 use crate::error::CliError;
+use crate::plot::{self, Axis, Panel, Series};
 use crate::progress;
 use crate::report;
 
@@ -240,11 +241,6 @@ fn write_tables(
 }
 
 fn plot(path: &std::path::Path, r: &ObjectsSimReport) -> Result<(), CliError> {
-    use plotters::prelude::*;
-    let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
-    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let steps = r.table1.first().map_or(1, |x| x.run.steps) as f64;
     let ymax = r
         .table1
@@ -253,44 +249,34 @@ fn plot(path: &std::path::Path, r: &ObjectsSimReport) -> Result<(), CliError> {
         .fold(0.0, f64::max)
         * 1e3
         * 1.1;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Lassen-like, time per step (Table 1 configurations)",
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0f64..steps, 0f64..ymax.max(1e-3))
-        .map_err(|e| svg_error(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("step")
-        .y_desc("ms per step")
-        .draw()
-        .map_err(|e| svg_error(&e))?;
-    for (i, row) in r.table1.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points: Vec<(f64, f64)> = row
-            .run
-            .step_s
-            .iter()
-            .enumerate()
-            .map(|(k, &s)| (k as f64, s * 1e3))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(1)))
-            .map_err(|e| svg_error(&e))?
-            .label(row.config.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(|e| svg_error(&e))?;
-    root.present().map_err(|e| svg_error(&e))?;
-    Ok(())
+    let series = r
+        .table1
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let points = row
+                .run
+                .step_s
+                .iter()
+                .enumerate()
+                .map(|(k, &s)| (k as f64, s * 1e3))
+                .collect();
+            Series::new(row.config.clone(), i, points)
+        })
+        .collect();
+    let panel = Panel {
+        title: "Lassen-like, time per step (Table 1 configurations)".into(),
+        x_label: "step".into(),
+        y_label: "time per step (ms)".into(),
+        series,
+        x_axis: Axis {
+            log: false,
+            range: Some((0.0, steps)),
+        },
+        y_axis: Axis {
+            log: false,
+            range: Some((0.0, ymax.max(1e-3))),
+        },
+    };
+    plot::write_svg(path, &[panel])
 }

@@ -12,6 +12,7 @@ use keel_workloads::bsp::Pattern;
 use super::tables::{label, write_setup};
 use super::{with_progress, Common, Fig5Args};
 use crate::error::CliError;
+use crate::plot::{self, Axis, Panel, Series};
 use crate::report;
 
 pub(super) fn fig5(a: &Fig5Args, common: &Common, out: &mut dyn Write) -> Result<(), CliError> {
@@ -146,19 +147,13 @@ fn plot_fig5(
     specs: &[String],
     points: &[Fig5Point],
 ) -> Result<(), CliError> {
-    use plotters::prelude::*;
-    let svg_error =
-        |e: &dyn std::fmt::Display| CliError::Runtime(format!("svg {}: {e}", path.display()));
-    let panels = a.variabilities.len();
-    let root = SVGBackend::new(path, (900, 300 * panels as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| svg_error(&e))?;
     let gmin = a
         .granularities
         .iter()
         .copied()
         .fold(f64::INFINITY, f64::min);
     let gmax = a.granularities.iter().copied().fold(0.0, f64::max);
-    let (x0, x1) = if gmax > gmin {
+    let x_range = if gmax > gmin {
         (gmin / 1.2, gmax * 1.2)
     } else {
         (gmin / 2.0, gmin * 2.0)
@@ -174,46 +169,39 @@ fn plot_fig5(
     } else {
         "Barrier"
     };
-    for (area, &v) in root.split_evenly((panels, 1)).iter().zip(&a.variabilities) {
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!("{title}, variability ±{:.0} %", v * 100.0),
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d((x0..x1).log_scale(), 0.9f64..ymax)
-            .map_err(|e| svg_error(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("granularity (s)")
-            .y_desc("turnaround / ideal")
-            .draw()
-            .map_err(|e| svg_error(&e))?;
-        for (i, spec) in specs.iter().enumerate() {
-            let name = policy_name(spec);
-            let color = Palette99::pick(i).to_rgba();
-            let mut series: Vec<(f64, f64)> = points
+    let panels: Vec<Panel> = a
+        .variabilities
+        .iter()
+        .map(|&v| {
+            let series = specs
                 .iter()
-                .filter(|p| p.pattern == pattern && p.variability == v && p.policy == name)
-                .map(|p| (p.granularity, p.normalised))
+                .enumerate()
+                .map(|(i, spec)| {
+                    let name = policy_name(spec);
+                    let mut line: Vec<(f64, f64)> = points
+                        .iter()
+                        .filter(|p| p.pattern == pattern && p.variability == v && p.policy == name)
+                        .map(|p| (p.granularity, p.normalised))
+                        .collect();
+                    line.sort_by(|x, y| x.0.total_cmp(&y.0));
+                    Series::new(label(&name), i, line)
+                })
                 .collect();
-            series.sort_by(|x, y| x.0.total_cmp(&y.0));
-            chart
-                .draw_series(LineSeries::new(series, color.stroke_width(2)))
-                .map_err(|e| svg_error(&e))?
-                .label(label(&name))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| svg_error(&e))?;
-    }
-    root.present().map_err(|e| svg_error(&e))?;
-    Ok(())
+            Panel {
+                title: format!("{title}, variability ±{:.0} %", v * 100.0),
+                x_label: "granularity (s)".into(),
+                y_label: "turnaround / ideal".into(),
+                series,
+                x_axis: Axis {
+                    log: true,
+                    range: Some(x_range),
+                },
+                y_axis: Axis {
+                    log: false,
+                    range: Some((0.9, ymax)),
+                },
+            }
+        })
+        .collect();
+    plot::write_svg(path, &panels)
 }
