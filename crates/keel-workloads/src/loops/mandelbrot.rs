@@ -94,13 +94,60 @@ impl Default for Mandelbrot {
     /// 256 × 256 pixels over `[-2, 0.5] × [-1.25, 1.25]`, `max-iter` 1000,
     /// by columns.
     fn default() -> Self {
-        Mandelbrot::new(256, 256, 1000, (-2.0, 0.5), (-1.25, 1.25), Axis::Columns)
+        let v = DEFAULT_VIEW;
+        Mandelbrot::new(v.width, v.height, v.max_iter, v.x, v.y, v.axis)
     }
 }
+
+/// An image's parameters, the defaults of a spec.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct View {
+    /// Pixels per row.
+    pub width: usize,
+    /// Pixels per column.
+    pub height: usize,
+    /// The escape-time cap.
+    pub max_iter: u32,
+    /// Real range `(x-min, x-max)`.
+    pub x: (f64, f64),
+    /// Imaginary range `(y-min, y-max)`.
+    pub y: (f64, f64),
+    /// Columns or rows.
+    pub axis: Axis,
+}
+
+/// `mandelbrot`'s defaults: the whole set by columns, the cardioid a heavy
+/// band right of the middle.
+pub const DEFAULT_VIEW: View = View {
+    width: 256,
+    height: 256,
+    max_iter: 1000,
+    x: (-2.0, 0.5),
+    y: (-1.25, 1.25),
+    axis: Axis::Columns,
+};
+
+/// `mandelbrot-edge`'s defaults: the upper half of the set by rows, so the
+/// real axis, where the set is widest, is row 0 and the costly iterations
+/// are contiguous at the start of the range (the first half of the 1,000
+/// rows holds 93 % of the work, the last 30 % under 1 %). About 16 million
+/// escape-time updates (some 70 ms sequentially on a 2.5 GHz Xeon core), so
+/// an instance on 2 threads takes tens of milliseconds.
+pub const EDGE_VIEW: View = View {
+    width: 128,
+    height: 1000,
+    max_iter: 500,
+    x: (-2.0, 0.5),
+    y: (0.0, 1.25),
+    axis: Axis::Rows,
+};
 
 impl Mandelbrot {
     /// The workload's name.
     pub const NAME: &'static str = "mandelbrot";
+
+    /// The name of the same loop over [`EDGE_VIEW`].
+    pub const EDGE_NAME: &'static str = "mandelbrot-edge";
 
     /// An image of `width × height` pixels over `x_range × y_range`, looped
     /// over by `axis`, with its cost model computed (one sequential pass
@@ -145,20 +192,27 @@ impl Mandelbrot {
     /// Builds from
     /// `mandelbrot[:width=W,height=H,max-iter=M,x-min=..,x-max=..,y-min=..,y-max=..,axis=columns|rows]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
+        Self::from_spec_with(spec, &DEFAULT_VIEW)
+    }
+
+    /// Builds from a spec whose missing parameters take `defaults` (the
+    /// `mandelbrot` and `mandelbrot-edge` workloads differ only there).
+    pub fn from_spec_with(spec: &Spec, defaults: &View) -> Result<Self, WorkloadError> {
         spec.check_keys(&[
             "width", "height", "max-iter", "x-min", "x-max", "y-min", "y-max", "axis",
         ])?;
         let axis = match spec.choice("axis", &["columns", "rows"])? {
             Some("rows") => Axis::Rows,
-            _ => Axis::Columns,
+            Some(_) => Axis::Columns,
+            None => defaults.axis,
         };
-        let width = count(spec, "width", 256, 1, MAX_PIXELS)?;
-        let height = count(spec, "height", 256, 1, MAX_PIXELS / width)?;
-        let max_iter = count(spec, "max-iter", 1000, 1, MAX_ITER)? as u32;
-        let x_min = number(spec, "x-min", -2.0, (f64::MIN, false), f64::MAX)?;
-        let x_max = number(spec, "x-max", 0.5, (x_min, true), f64::MAX)?;
-        let y_min = number(spec, "y-min", -1.25, (f64::MIN, false), f64::MAX)?;
-        let y_max = number(spec, "y-max", 1.25, (y_min, true), f64::MAX)?;
+        let width = count(spec, "width", defaults.width, 1, MAX_PIXELS)?;
+        let height = count(spec, "height", defaults.height, 1, MAX_PIXELS / width)?;
+        let max_iter = count(spec, "max-iter", defaults.max_iter as usize, 1, MAX_ITER)? as u32;
+        let x_min = number(spec, "x-min", defaults.x.0, (f64::MIN, false), f64::MAX)?;
+        let x_max = number(spec, "x-max", defaults.x.1, (x_min, true), f64::MAX)?;
+        let y_min = number(spec, "y-min", defaults.y.0, (f64::MIN, false), f64::MAX)?;
+        let y_max = number(spec, "y-max", defaults.y.1, (y_min, true), f64::MAX)?;
         Ok(Mandelbrot::new(
             width,
             height,
@@ -352,4 +406,46 @@ mod tests {
         (255, 1_008),
     ];
     const GOLDEN_TOTAL: u64 = 16_216_664;
+
+    /// Golden values of `mandelbrot-edge`: its costly rows are contiguous at
+    /// the start of the range; retuning it must be on purpose.
+    #[test]
+    fn golden_edge() {
+        let m = loop_workload("mandelbrot-edge").unwrap();
+        assert_eq!(
+            m.spec(),
+            "mandelbrot:width=128,height=1000,max-iter=500,x-min=-2,x-max=0.5,y-min=0,y-max=1.25,axis=rows"
+        );
+        assert_eq!(m.iterations(), 1000);
+        let w = m.work();
+        for (row, work) in GOLDEN_EDGE_ROWS {
+            assert_eq!(w[row], work, "row {row}");
+        }
+        assert_eq!(m.total_work(), GOLDEN_EDGE_TOTAL);
+        // The costly iterations come first: the first half of the rows
+        // holds over 90 % of the work (a 2-thread block split is about 13:1),
+        // the last 30 % under 1 %.
+        let total = m.total_work() as f64;
+        let head: u64 = w[..500].iter().sum();
+        let tail: u64 = w[700..].iter().sum();
+        assert!(head as f64 > 0.9 * total, "{head} of {total}");
+        assert!((tail as f64) < 0.01 * total, "{tail} of {total}");
+        // Parameters still override the edge view's defaults.
+        let small = loop_workload("mandelbrot-edge:height=10").unwrap();
+        assert_eq!(small.iterations(), 10);
+    }
+
+    const GOLDEN_EDGE_ROWS: [(usize, u64); 5] = [
+        (0, GOLDEN_EDGE_0),
+        (100, GOLDEN_EDGE_100),
+        (400, GOLDEN_EDGE_400),
+        (700, GOLDEN_EDGE_700),
+        (999, GOLDEN_EDGE_999),
+    ];
+    const GOLDEN_EDGE_0: u64 = 43_771;
+    const GOLDEN_EDGE_100: u64 = 40_379;
+    const GOLDEN_EDGE_400: u64 = 22_508;
+    const GOLDEN_EDGE_700: u64 = 2_011;
+    const GOLDEN_EDGE_999: u64 = 285;
+    const GOLDEN_EDGE_TOTAL: u64 = 16_243_701;
 }

@@ -91,12 +91,18 @@ impl LoopGenerator {
     }
 }
 
-static LOOP_GENERATORS: [LoopGenerator; 2] = [
+static LOOP_GENERATORS: [LoopGenerator; 3] = [
     LoopGenerator {
         name: Mandelbrot::NAME,
         summary: "Mandelbrot escape time, one iteration per pixel column (or row); the columns through the cardioid are a heavy contiguous band",
         params: "width=256, height=256, max-iter=1000, x-min=-2, x-max=0.5, y-min=-1.25, y-max=1.25, axis=columns",
         build: |s| Ok(Box::new(Mandelbrot::from_spec(s)?)),
+    },
+    LoopGenerator {
+        name: Mandelbrot::EDGE_NAME,
+        summary: "the Mandelbrot loop by rows over the upper half-plane: row 0 is the real axis, so the costly rows are contiguous at the start of the range",
+        params: "width=128, height=1000, max-iter=500, x-min=-2, x-max=0.5, y-min=0, y-max=1.25, axis=rows",
+        build: |s| Ok(Box::new(Mandelbrot::from_spec_with(s, &mandelbrot::EDGE_VIEW)?)),
     },
     LoopGenerator {
         name: LavaMd::NAME,
@@ -131,11 +137,11 @@ mod tests {
     #[test]
     fn names_parameters_and_errors() {
         let names: Vec<&str> = loop_generators().iter().map(|g| g.name).collect();
-        assert_eq!(names, ["mandelbrot", "lavamd"]);
+        assert_eq!(names, ["mandelbrot", "mandelbrot-edge", "lavamd"]);
         let err = loop_workload("mandel").err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown workload `mandel`; valid names: mandelbrot, lavamd"
+            "unknown workload `mandel`; valid names: mandelbrot, mandelbrot-edge, lavamd"
         );
         for bad in [
             "mandelbrot:width=0",
