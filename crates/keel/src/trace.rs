@@ -114,13 +114,15 @@ pub(crate) struct Span {
     pub(crate) what: What,
 }
 
-/// What a [`Span`] was.
-#[derive(Clone, Copy, Debug)]
+/// What a [`Span`] was; serialised as the event's `args` (its fields, or
+/// `{}` for a wait).
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(untagged)]
 pub(crate) enum What {
     /// A farm item, the worker's `n`-th (from 0).
     Item { n: u64 },
     /// The emitter waiting for room, a marker, a result or the end.
-    EmitterWait,
+    EmitterWait {},
     /// An object's step.
     Object { step: u64, object: u64 },
     /// A potential task's chunk; `owner` is the PU whose object it is.
@@ -192,22 +194,8 @@ enum Args<'a> {
         #[serde(rename = "loop")]
         id: &'a str,
     },
-    Item {
-        n: u64,
-    },
-    Object {
-        step: u64,
-        object: u64,
-    },
-    Task {
-        step: u64,
-        object: u64,
-        from: u64,
-        to: u64,
-        owner: u64,
-        stolen: bool,
-    },
-    Empty {},
+    /// A farm or objects span: its own fields.
+    Span(What),
 }
 
 pub(crate) struct Tracer {
@@ -452,42 +440,22 @@ impl Tracer {
         self.write_with(track, |tracer, out| {
             let mut object_name = String::new();
             for s in spans {
-                let (name, cat, args) = match s.what {
-                    What::Item { n } => ("item", "farm", Args::Item { n }),
-                    What::EmitterWait => ("wait", "farm", Args::Empty {}),
-                    What::Object { step, object } => {
+                let (name, cat) = match s.what {
+                    What::Item { .. } => ("item", "farm"),
+                    What::EmitterWait {} => ("wait", "farm"),
+                    What::Object { object, .. } => {
                         object_name.clear();
                         // Writing to a String cannot fail.
                         let _ = std::fmt::Write::write_fmt(
                             &mut object_name,
                             format_args!("object {object}"),
                         );
-                        (
-                            object_name.as_str(),
-                            "object",
-                            Args::Object { step, object },
-                        )
+                        (object_name.as_str(), "object")
                     }
-                    What::Task {
-                        step,
-                        object,
-                        from,
-                        to,
-                        owner,
-                        stolen,
-                    } => (
-                        if stolen { "stolen chunk" } else { "chunk" },
-                        if stolen { "stolen" } else { "task" },
-                        Args::Task {
-                            step,
-                            object,
-                            from,
-                            to,
-                            owner,
-                            stolen,
-                        },
-                    ),
+                    What::Task { stolen: true, .. } => ("stolen chunk", "stolen"),
+                    What::Task { stolen: false, .. } => ("chunk", "task"),
                 };
+                let args = Args::Span(s.what);
                 let (ts, end) = (tracer.micros(s.start), tracer.micros(s.end));
                 tracer.event(
                     out,

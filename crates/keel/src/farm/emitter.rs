@@ -224,7 +224,7 @@ where
                     waits.push(Span {
                         start,
                         end: Instant::now(),
-                        what: What::EmitterWait,
+                        what: What::EmitterWait {},
                     });
                 }
             }
