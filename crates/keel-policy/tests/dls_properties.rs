@@ -167,6 +167,7 @@ fn simulate(
                     }
                     let start = next;
                     next += size.min(remaining);
+                    locals[t].claimed(next - start);
                     Some(start..next)
                 }
             }
@@ -205,7 +206,8 @@ fn simulate(
         if chunk.start >= chunk.end || chunk.end > n {
             return Err(format!("bad chunk {chunk:?} of [0, {n})"));
         }
-        // Execute in sub-chunks and time them as the plan asks.
+        // Execute and time the chunk as the plan asks; publish when the
+        // thread's chunk budget is spent.
         let size = chunk.end - chunk.start;
         if plan.timing() != Timing::None {
             let per_iteration = if slow == Some(t) { 4e-6 } else { 1e-6 };
@@ -214,16 +216,10 @@ fn simulate(
             } else {
                 0.0
             };
-            let mut left = size;
-            while left > 0 {
-                let sub = plan.sub_chunk(size).min(left);
-                if sub == 0 {
-                    return Err(format!("zero sub-chunk of {size}"));
-                }
-                locals[t].record(sub, sub as f64 * per_iteration + overhead);
-                left -= sub;
+            locals[t].record(size, size as f64 * per_iteration + overhead);
+            if locals[t].chunk_spent() {
+                board[t] = locals[t].timing();
             }
-            board[t] = locals[t].timing();
         }
         claims.push(chunk);
     }
@@ -497,11 +493,19 @@ fn claims_and_timings_are_the_documented_ones() {
         let plan = registry().build(name).unwrap().plan(&shape, &ctx).unwrap();
         assert_eq!((plan.claim(), plan.timing()), (claim, timing), "{name}");
     }
-    // AF runs its chunks in tenths; the others whole.
+    // AF hands its first chunk of 100 out in tenths, one per request.
     let af = registry().build("af").unwrap().plan(&shape, &ctx).unwrap();
-    assert_eq!(af.sub_chunk(100), 10);
-    let ss = registry().build("ss").unwrap().plan(&shape, &ctx).unwrap();
-    assert_eq!(ss.sub_chunk(100), 100);
+    let mut local = keel_policy::dls::ThreadLocal::default();
+    let request = keel_policy::dls::Request {
+        thread: 0,
+        number: 0,
+    };
+    let board = vec![keel_policy::dls::ThreadTiming::default(); shape.threads];
+    for _ in 0..10 {
+        assert_eq!(af.next_size(1000, request, &mut local, &board), 10);
+        local.claimed(10);
+    }
+    assert!(local.chunk_spent());
 }
 
 #[test]

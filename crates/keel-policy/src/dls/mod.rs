@@ -52,7 +52,7 @@
 //! | `awf` | remaining | – | thread history (→ thread weights → 1) |
 //! | `awf-b`, `awf-c` | remaining | chunk | thread weights until measured (→ 1) |
 //! | `awf-d`, `awf-e` | remaining | request | thread weights until measured (→ 1) |
-//! | `af` / `maf` | remaining, sub-chunks | chunk / request | – |
+//! | `af` / `maf` | remaining, one sub-chunk per request | chunk / request | – |
 //! | `static-steal` | steal | – | – |
 //!
 //! **Fallbacks.** A schedule needing a profile (`fsc`, `fac`, `mfac`, `tap`,
@@ -72,10 +72,13 @@
 //!   the same [`Request`] and the new remaining count. The rules are
 //!   idempotent for a repeated request (FAC's batch cache, BOLD's marker).
 //!   Sizes are at least `min(k, remaining)`; clamp them to `remaining`.
-//! - [`Timing::Chunk`]: time each sub-chunk ([`Plan::sub_chunk`]) from
-//!   after the claim to its end; [`Timing::Request`]: from the thread's
-//!   previous request, so the first sub-chunk carries the scheduling
-//!   overhead. Feed each to [`ThreadLocal::record`] and publish
+//! - After each successful claim call [`ThreadLocal::claimed`] with the
+//!   claimed size (AF and mAF hand out a chunk as sub-chunks, one per
+//!   request, each claimed from the shared counter).
+//! - [`Timing::Chunk`]: time each claimed chunk from after the claim to
+//!   its end; [`Timing::Request`]: from the thread's request, so the
+//!   time carries the scheduling overhead. Feed each to
+//!   [`ThreadLocal::record`] and, when [`ThreadLocal::chunk_spent`], publish
 //!   [`ThreadLocal::timing`] on the board before the thread's next request.
 //! - Reset every [`ThreadLocal`] to `default()` at the start of an instance.
 //!
@@ -212,9 +215,33 @@ pub struct ThreadLocal {
     pub sum_squares: f64,
     /// Number of samples (AF, mAF).
     pub samples: u64,
+    /// Iterations this thread's current chunk may still claim, one
+    /// sub-chunk per request (AF, mAF); 0 = the next request plans a new
+    /// chunk. See [`ThreadLocal::claimed`].
+    pub budget: u64,
+    /// Sub-chunk size of the current chunk (AF, mAF).
+    pub sub_chunk: u64,
 }
 
 impl ThreadLocal {
+    /// Tells the plan that a request's CAS claimed `size` iterations; the
+    /// context calls it once per successful [`Claim::Remaining`] claim,
+    /// never on a failed attempt (the rules are idempotent for retries).
+    #[inline]
+    pub fn claimed(&mut self, size: u64) {
+        self.budget = self.budget.saturating_sub(size);
+    }
+
+    /// Whether the thread's current chunk is spent, so its
+    /// [`ThreadLocal::timing`] is due on the board before its next
+    /// request. Always true for plans without chunk budgets; for AF and
+    /// mAF only once the last sub-chunk of a chunk has run, as LB4OMP
+    /// publishes μ and σ.
+    #[inline]
+    pub fn chunk_spent(&self) -> bool {
+        self.budget == 0
+    }
+
     /// Records one finished chunk of `size` iterations that took `seconds`
     /// (measured as [`Plan::timing`] asks); updates the AWF and AF sums.
     pub fn record(&mut self, size: u64, seconds: f64) {
@@ -400,12 +427,6 @@ pub trait Rule: Copy + fmt::Debug {
     fn steal_amount(&self, _victim_remaining: u64) -> u64 {
         0
     }
-
-    /// Sub-chunk size in which a claimed chunk of `size` is executed and
-    /// timed (AF, mAF); the default runs it whole.
-    fn sub_chunk(&self, size: u64) -> u64 {
-        size
-    }
 }
 
 mod af;
@@ -561,11 +582,5 @@ impl Plan<'_> {
     #[inline]
     pub fn steal_amount(&self, victim_remaining: u64) -> u64 {
         dispatch!(self, r => r.steal_amount(victim_remaining))
-    }
-
-    /// See [`Rule::sub_chunk`].
-    #[inline]
-    pub fn sub_chunk(&self, size: u64) -> u64 {
-        dispatch!(self, r => r.sub_chunk(size))
     }
 }

@@ -25,11 +25,12 @@
 //! when the worker learns that the loop is done, its finish time.
 //!
 //! The chunk then runs on the worker's [`WorkerModel`] (speed, noise,
-//! perturbations integrated exactly); adaptive plans run it in
-//! [`Plan::sub_chunk`] pieces and record each in the worker's
-//! [`ThreadLocal`] measured as [`Plan::timing`] says: from the end of the
-//! claim ([`Timing::Chunk`]) or, for the first piece, from the request
-//! ([`Timing::Request`]), so that the claim's overhead is in it.
+//! perturbations integrated exactly); adaptive plans record it in the
+//! worker's [`ThreadLocal`] measured as [`Plan::timing`] says: from the end
+//! of the claim ([`Timing::Chunk`]) or from the request
+//! ([`Timing::Request`]), so that the claim's overhead is in it, and
+//! publish the worker's timing when its chunk budget is spent (AF and mAF
+//! claim one sub-chunk per request, as the runtime does).
 //!
 //! Cost: one event per chunk (plus one per worker), each a heap operation on
 //! at most P entries, a counter claim in O(1), a chunk cost in O(1) from
@@ -351,6 +352,7 @@ pub fn simulate_plan(
                     );
                     let chunk = next..next + size;
                     next += size;
+                    ws.local.claimed(size);
                     Outcome::Chunk(chunk, ready)
                 }
             }
@@ -396,22 +398,19 @@ pub fn simulate_plan(
                     }
                     end
                 } else {
-                    let step = plan.sub_chunk(size).max(1);
                     // Request timing starts at the request (static blocks
                     // have none, as in the runtime).
-                    let mut since =
-                        (timing == Timing::Request && claim != Claim::Static).then_some(t);
-                    let (mut from, mut clock) = (chunk.start, ready);
-                    while from < chunk.end {
-                        let to = from.saturating_add(step).min(chunk.end);
-                        let done = worker.finish(clock, costs.range(from..to), rng);
-                        let began = since.take().unwrap_or(clock);
-                        ws.local.record(to - from, done - began);
-                        clock = done;
-                        from = to;
+                    let began = if timing == Timing::Request && claim != Claim::Static {
+                        t
+                    } else {
+                        ready
+                    };
+                    let end = worker.finish(ready, costs.range(chunk.clone()), rng);
+                    ws.local.record(size, end - began);
+                    if ws.local.chunk_spent() {
+                        ws.pending = Some(ws.local.timing());
                     }
-                    ws.pending = Some(ws.local.timing());
-                    clock
+                    end
                 };
                 ws.compute += end - ready;
                 ws.chunks += 1;

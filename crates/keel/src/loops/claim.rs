@@ -21,7 +21,8 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (or per sub-chunk), plus twice per participant for its start and finish.
+//! (AF and mAF claim each sub-chunk as a chunk of its own), plus twice per
+//! participant for its start and finish.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,6 +156,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
                         Ordering::Relaxed,
                     ) {
                         Ok(_) => {
+                            runner.local.claimed(size);
                             runner.execute(next..next + size, requested);
                             next = shared.next.load(Ordering::Relaxed);
                             break;
@@ -243,17 +245,12 @@ impl Runner<'_, '_> {
             }
             return;
         }
-        let step = self.plan.sub_chunk(size).max(1);
-        let mut from = chunk.start;
-        let mut since = requested;
-        while from < chunk.end {
-            let to = from.saturating_add(step).min(chunk.end);
-            let began = since.take().unwrap_or_else(Instant::now);
-            (self.body)(self.me, from, to);
-            self.local.record(to - from, began.elapsed().as_secs_f64());
-            from = to;
+        let began = requested.unwrap_or_else(Instant::now);
+        (self.body)(self.me, chunk.start, chunk.end);
+        self.local.record(size, began.elapsed().as_secs_f64());
+        if self.local.chunk_spent() {
+            self.slot.publish(self.local.timing());
         }
-        self.slot.publish(self.local.timing());
     }
 
     fn steal_loop(&mut self, board: &Board<'_>) {

@@ -304,8 +304,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
 
 impl<'p> ParallelLoop<'p, usize> {
     /// Runs `body(start, chunk)` on disjoint pieces of `data`: for every
-    /// chunk `a..b` of the loop's range that the schedule hands out (or
-    /// piece of one, for the schedules that time sub-chunks), `chunk` is
+    /// chunk `a..b` of the loop's range that the schedule hands out, `chunk` is
     /// `&mut data[a..b]` and `start` is `a`. Every index of the range is in
     /// exactly one chunk, so each element is borrowed mutably once, with no
     /// lock or atomic (OpenMP's `parallel for` over an array, rayon's
