@@ -252,7 +252,10 @@ mod tests {
         loop {
             let size = af.next_size(left, request, local, &board).min(left);
             // A retried request gets the same size.
-            assert_eq!(af.next_size(left - 1, request, local, &board).min(left), size);
+            assert_eq!(
+                af.next_size(left - 1, request, local, &board).min(left),
+                size
+            );
             local.claimed(size);
             left -= size;
             sizes.push(size);
