@@ -127,10 +127,10 @@ pub struct Row {
     /// Fastest and slowest instance, seconds.
     pub t_par_range: Option<(f64, f64)>,
     /// The headline: the median over rounds of T_par / (T_serial / P),
-    /// T_serial the sequential reference of the same round. (The JSON
-    /// field `ratio_to_ideal`, T_par over a reference measured once before
-    /// every schedule, is gone: a machine phase during that reference
-    /// moved every row, below the ideal too.)
+    /// T_serial the sequential reference of the same round. The JSON has
+    /// no `ratio_to_ideal` (T_par over a reference measured apart from
+    /// the rows): a machine phase during such a reference moves every
+    /// row, below its ideal too.
     pub ratio_to_ideal_same_round: Option<f64>,
     /// The median over rounds of T_par over the fastest schedule of the
     /// same round: at least 1 by construction.
