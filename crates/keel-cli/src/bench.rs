@@ -1,14 +1,17 @@
 //! `keel bench loops`: the loop workloads of `keel-workloads` run with every
 //! loop schedule on the global pool, against their own sequential time.
 //!
-//! For each workload the body is first run sequentially (`T_serial`, the
-//! median of `reps` runs); then each schedule runs `reps` instances of the
-//! same loop, and the row shows the median `T_par`, its ratio to the ideal
-//! `T_serial / P` (1.00 is perfect; Keel's `P` is the global pool's, from
-//! `KEEL_NUM_THREADS` or the cores), the LIB of the last instance from the
-//! loop's record, and the chunks it ran. A schedule that does not parse is a
-//! usage error before any work; one that fails while running is a row with
-//! its error, the others still run, and the command exits 1 after printing.
+//! Each workload runs `--reps` interleaved rounds; a round runs the body
+//! sequentially once (the reference) and one instance per schedule, in an
+//! order that rotates from round to round. A row shows the median `T_par`,
+//! the headline `÷ ideal (same round)` (the median over rounds of `T_par /
+//! (T_serial / P)` with the round's own `T_serial`; 1.00 is perfect), `÷
+//! best` (the median over rounds of `T_par` over the round's fastest
+//! schedule, at least 1), the LIB of the last instance from the loop's
+//! record, and the chunks it ran (`keel_experiments::bench::loops` says
+//! why). A schedule that does not parse is a usage error before any work;
+//! one that fails while running is a row with its error, the others still
+//! run, and the command exits 1 after printing.
 
 use std::io::Write;
 
@@ -42,7 +45,7 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
     }
     writeln!(
         out,
-        "keel bench loops: {} threads (Keel's global pool), median of {} instances per schedule{}; {}",
+        "keel bench loops: {} threads (Keel's global pool), {} interleaved rounds (the sequential reference and one instance per schedule each, order rotating), medians over rounds{}; {}",
         report.threads,
         report.reps,
         report
@@ -52,7 +55,7 @@ pub fn run_loops(args: &BenchLoopsArgs, out: &mut dyn Write) -> Result<(), CliEr
     )?;
     writeln!(
         out,
-        "÷ ideal = T_par / (T_serial / P), 1.00 is perfect; LIB = (1 − mean/max finish)·100 %; chunks and LIB of the last instance; binlpt and greedy get the exact per-iteration work as hints"
+        "÷ ideal (same round) = T_par / (T_serial / P), T_serial from the same round, 1.00 is perfect; ÷ best = T_par / the round's fastest schedule, ≥ 1; LIB = (1 − mean/max finish)·100 %; chunks and LIB of the last instance; binlpt and greedy get the exact per-iteration work as hints"
     )?;
     for w in &report.workloads {
         writeln!(out)?;
@@ -97,18 +100,21 @@ fn failed_rows(report: &loops::BenchReport) -> Result<(), CliError> {
 pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), CliError> {
     writeln!(
         out,
-        "{}: {} iterations, {} {}; T_serial {}, ideal {}",
+        "{}: {} iterations, {} {}; T_serial {} ({} – {}), ideal {}",
         w.spec,
         w.iterations,
         w.total_work,
         w.unit,
         report::duration(w.t_serial),
+        report::duration(w.t_serial_range.0),
+        report::duration(w.t_serial_range.1),
         report::duration(w.ideal)
     )?;
     let mut rows = vec![[
         "schedule".to_string(),
         "T_par".to_string(),
-        "÷ ideal".to_string(),
+        "÷ ideal (same round)".to_string(),
+        "÷ best".to_string(),
         "LIB (%)".to_string(),
         "chunks".to_string(),
     ]];
@@ -119,8 +125,10 @@ pub fn write_workload(out: &mut dyn Write, w: &WorkloadResult) -> Result<(), Cli
             None => rows.push([
                 r.schedule.clone(),
                 r.t_par.map_or("–".into(), report::duration),
-                r.ratio_to_ideal
+                r.ratio_to_ideal_same_round
                     .map_or("–".into(), |x| report::ratio(x, r.below_ideal)),
+                r.ratio_to_best
+                    .map_or("–".into(), |x| report::ratio(x, false)),
                 r.lib_percent.map_or("–".into(), |x| format!("{x:.1}")),
                 r.chunks.map_or("–".into(), |c| c.to_string()),
             ]),

@@ -126,6 +126,18 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Run the loop workloads (Mandelbrot, LavaMD-like) with every loop
     /// schedule on the global pool; compare with the ideal T_serial / P.
+    ///
+    /// Each workload runs --reps interleaved rounds: a round runs the body
+    /// sequentially once (the reference T_serial) and one instance per
+    /// schedule, the order rotating from round to round, so that the
+    /// reference sees the same machine phases (frequency, neighbours) as
+    /// the schedules. The headline "÷ ideal (same round)" is the median
+    /// over rounds of T_par / (T_serial / P) with the round's own
+    /// T_serial: 1.00 is perfect, and below 0.97 is flagged as a
+    /// measurement artefact. "÷ best" is the median over rounds of T_par
+    /// over the fastest schedule of the same round, at least 1 by
+    /// construction. In --json: ratio_to_ideal_same_round and
+    /// ratio_to_best per row, t_serial and t_serial_range per workload.
     Loops(BenchLoopsArgs),
     /// The FastFlow ARRS paper's farm experiments (a)–(e) and the per-item
     /// cost of dispatch; S = ⟨t_rr⟩/⟨t_X⟩ with its standard error.
@@ -264,7 +276,8 @@ pub struct BenchLoopsArgs {
     #[arg(long, value_name = "N", value_parser = pool_threads)]
     pub threads: Option<usize>,
 
-    /// Instances per schedule (and sequential runs); medians are shown.
+    /// Interleaved rounds, each one sequential run and one instance per
+    /// schedule; medians over rounds are shown.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub reps: usize,
 

@@ -35,6 +35,10 @@ fn chosen_schedules_and_chunks() {
     assert!(text.contains("dynamic,4"), "{text}");
     assert!(text.contains("T_serial"), "{text}");
     assert!(text.contains("background load"), "{text}");
+    // Both ratios, each against its own round.
+    assert!(text.contains("÷ ideal (same round)"), "{text}");
+    assert!(text.contains("÷ best"), "{text}");
+    assert!(text.contains("2 interleaved rounds"), "{text}");
 }
 
 #[test]
@@ -59,7 +63,13 @@ fn threads_come_from_keel_num_threads() {
     };
     assert_eq!(json["threads"], 1);
     let row = &json["workloads"][0]["rows"][0];
+    // The ratio to a reference measured apart from the rows is not
+    // reported; the same-round one and the one to the best are.
+    assert!(row.get("ratio_to_ideal").is_none(), "{row}");
+    assert!(json["workloads"][0]["t_serial_range"].is_array(), "{json}");
     if row["error"].is_null() {
+        assert!(row["ratio_to_ideal_same_round"].is_number(), "{row}");
+        assert_eq!(row["ratio_to_best"], 1.0, "the only schedule: {row}");
         assert_eq!(
             row["lib_percent"], 0.0,
             "one thread is never imbalanced: {row}"

@@ -66,9 +66,12 @@ fn every_schedule_gets_a_row_and_failures_are_rows() {
             match &r.error {
                 None => {
                     assert!(r.t_par.unwrap() > 0.0, "{r:?}");
-                    let ratio = r.ratio_to_ideal.unwrap();
+                    let ratio = r.ratio_to_ideal_same_round.unwrap();
                     assert!(ratio > 0.0, "{r:?}");
                     assert_eq!(r.below_ideal, ratio < 0.97, "{r:?}");
+                    // Against the fastest schedule of the same round: never
+                    // below 1, whatever the machine did.
+                    assert!(r.ratio_to_best.unwrap() >= 1.0, "{r:?}");
                     let lib = r.lib_percent.unwrap();
                     assert!((0.0..=100.0).contains(&lib), "{r:?}");
                     assert!(r.chunks.unwrap() >= 1, "{r:?}");
@@ -91,9 +94,24 @@ fn chosen_schedules_chunks_and_an_unknown_schedule() {
         reps: 2,
         chunk: None,
     };
-    let report = loops::run(&config(&["dynamic,4"]), &mut |_| {}).unwrap();
-    let rows = &report.workloads[0].rows;
+    let mut steps = Vec::new();
+    let report = loops::run(&config(&["dynamic,4"]), &mut |p| {
+        steps.push(format!("{p:?}"))
+    })
+    .unwrap();
+    // Two rounds of two entries (the sequential reference and dynamic,4),
+    // the order rotating: the reference leads the first round only.
+    assert_eq!(steps[0], "Total(4)");
+    assert_eq!(steps.len(), 5, "{steps:?}");
+    assert!(steps[1].contains("1/2: T_serial"), "{steps:?}");
+    assert!(steps[3].contains("2/2: dynamic,4"), "{steps:?}");
+    let w = &report.workloads[0];
+    let (lo, hi) = w.t_serial_range;
+    assert!(0.0 < lo && lo <= w.t_serial && w.t_serial <= hi, "{w:?}");
+    let rows = &w.rows;
     assert_eq!(rows.len(), 1);
+    // The only schedule is the best of every round.
+    assert_eq!(rows[0].ratio_to_best, Some(1.0), "{:?}", rows[0]);
     // dynamic,4 over 32 columns: exactly 8 chunks.
     assert_eq!(rows[0].chunks, Some(8), "{:?}", rows[0]);
     // A schedule that does not parse is refused before anything runs.

@@ -17,7 +17,8 @@ const MANDELBROT: &str = "mandelbrot:width=192,height=192,max-iter=500";
 /// adaptive one, and Keel's default.
 const SCHEDULES: [&str; 6] = ["static", "dynamic,4", "guided", "fac2", "awf-b", "auto"];
 
-/// Instances per schedule (the median is shown).
+/// Interleaved rounds, each one sequential run and one instance per
+/// schedule (medians are shown).
 const REPS: usize = 3;
 
 /// The loop sections, in demo order.
@@ -44,7 +45,7 @@ fn mandelbrot(out: &mut dyn Write) -> Result<(), CliError> {
     );
     writeln!(
         out,
-        "{threads} threads (Keel's global pool), median of {REPS} instances; ÷ ideal = T_par / (T_serial / P)"
+        "{threads} threads (Keel's global pool), median of {REPS} interleaved rounds; ÷ ideal (same round) = T_par / (T_serial / P), T_serial from the same round; ÷ best = T_par / the round's fastest schedule"
     )?;
     bench::write_workload(out, &result)
 }
