@@ -247,10 +247,7 @@ pub fn run(
             })
         };
         for (label, inner) in [("Greedy (hier)", "greedy"), ("LPT-EFT (hier)", "lpt-eft")] {
-            let spec = format!(
-                "hier:nodes={},outer=(greedy),inner=({inner})",
-                config.nodes
-            );
+            let spec = format!("hier:nodes={},outer=(greedy),inner=({inner})", config.nodes);
             let b = Balancing::periodic(&spec, config.period, "none");
             table3.push(simulate(&format!("{label}, slow PUs at {slow}"), &b)?);
         }

@@ -147,14 +147,21 @@ fn registry_and_direct_call_agree_and_reject_bad_inputs_with_typed_errors() {
     let err = policy.map(&runtime_context(&[1.0], &empty)).unwrap_err();
     assert_eq!(err, PolicyError::NoPus);
     let mut ctx = runtime_context(&[1.0], &[0.0, 0.0]);
-    ctx.provide_flags(Concept::PuAvailability, Origin::Runtime, &[false, false][..]);
+    ctx.provide_flags(
+        Concept::PuAvailability,
+        Origin::Runtime,
+        &[false, false][..],
+    );
     assert_eq!(policy.map(&ctx).unwrap_err(), PolicyError::NoAvailablePu(2));
     let err = policy
         .map(&runtime_context(&[f64::NAN], &[0.0]))
         .unwrap_err();
     assert!(matches!(err, PolicyError::InvalidNumber { .. }), "{err}");
     // No tasks is a valid, empty decision.
-    assert_eq!(policy.map(&runtime_context(&[], &[0.0])).unwrap().ntasks(), 0);
+    assert_eq!(
+        policy.map(&runtime_context(&[], &[0.0])).unwrap().ntasks(),
+        0
+    );
 }
 
 /// The least makespan over every assignment (`P^n` of them).

@@ -175,7 +175,10 @@ fn declared_speeds_turn_measured_times_into_work_for_lpt_eft() {
         bad(vec![1.0, 0.0]),
         ObjectsError::InvalidSpeed { pu: 1, speed: 0.0 }
     );
-    assert!(matches!(bad(vec![f64::NAN, 1.0]), ObjectsError::InvalidSpeed { pu: 0, .. }));
+    assert!(matches!(
+        bad(vec![f64::NAN, 1.0]),
+        ObjectsError::InvalidSpeed { pu: 0, .. }
+    ));
     assert!(matches!(
         bad(vec![1.0]),
         ObjectsError::LengthMismatch { what: "speeds", .. }
