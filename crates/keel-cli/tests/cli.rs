@@ -279,7 +279,7 @@ fn policies_lists_policies_and_generators() {
 fn bad_policies_and_specs_are_clear_errors() {
     let err = fails(&["map", "-g", "ramp", "--policy", "gredy"]);
     assert!(
-        err.contains("unknown mapping policy `gredy`; valid names: block, round-robin, greedy, binlpt, refine, greedy-refine, hier"),
+        err.contains("unknown mapping policy `gredy`; valid names: block, round-robin, greedy, lpt-eft, binlpt, refine, greedy-refine, hier"),
         "{err}"
     );
     let err = fails(&["map", "-g", "ramp", "--policy", "binlpt:chunks="]);

@@ -149,6 +149,7 @@ fn simulator(spec: &str, m: &Measured, with_runtime_state: bool) -> Vec<usize> {
             migratable: &migratable,
             available: &m.available,
             current: &m.current,
+            speeds: None,
         },
     )
     .unwrap();

@@ -155,6 +155,70 @@ fn objects_tables_and_gains() {
 }
 
 #[test]
+fn objects_table3_puts_greedy_against_lpt_eft_on_slow_pus() {
+    let config = ObjectsConfig {
+        nodes: 1,
+        pus_per_node: 4,
+        workload: Some("lassen:pus=4,steps=20".into()),
+        period: 5,
+        periods: vec![5],
+        slow_speed: Some(0.25),
+        ..ObjectsConfig::default()
+    };
+    let mut steps = 0u64;
+    let report = objects::run(&config, &mut |p| {
+        if p == ObjectsProgress::Step {
+            steps += 1;
+        }
+    })
+    .unwrap();
+    assert_eq!(steps, objects::total_steps(&config).unwrap());
+    let policies: Vec<&str> = report
+        .table3
+        .iter()
+        .map(|r| r.run.policy.as_str())
+        .collect();
+    assert_eq!(
+        policies,
+        [
+            "hier:nodes=1,outer=(greedy),inner=(greedy)",
+            "hier:nodes=1,outer=(greedy),inner=(lpt-eft)"
+        ]
+    );
+    for row in &report.table3 {
+        assert!(
+            row.run.object_steps.iter().all(|&s| s == 20),
+            "{}",
+            row.config
+        );
+        // Slow PUs make the same steps last longer than in Table 1.
+        assert!(
+            row.run.steps_s > report.table1[1].run.steps_s,
+            "{}",
+            row.config
+        );
+    }
+    let none = objects::run(
+        &ObjectsConfig {
+            slow_speed: None,
+            ..config.clone()
+        },
+        &mut |_| {},
+    );
+    assert!(none.unwrap().table3.is_empty());
+    for bad in [0.0, -1.0, f64::NAN] {
+        let e = objects::run(
+            &ObjectsConfig {
+                slow_speed: Some(bad),
+                ..config.clone()
+            },
+            &mut |_| {},
+        );
+        assert!(matches!(e, Err(ExperimentError::Invalid(_))), "{bad}");
+    }
+}
+
+#[test]
 fn perf_counts_one_event_per_claim() {
     let config = PerfConfig {
         iterations: 2000,

@@ -278,3 +278,62 @@ fn machines_past_max_pus_are_refused_naming_the_limit() {
     assert!(e.to_string().contains("18446744073709551616 PUs"), "{e}");
     assert!(ObjectsModel::new(keel_sim::objects::MAX_PUS, 1, Noise::None).is_ok());
 }
+
+/// Half of every node's PUs at a quarter speed, on persistent lb_test
+/// loads (drawn once): the remap is told the speeds, and `lpt-eft`
+/// (earliest finish) against `greedy` (GreedyLB's least normalised time)
+/// decides on the same measured work.
+#[test]
+fn on_slow_pus_lpt_eft_finishes_sooner_than_greedy() {
+    use keel_policy::mapping::{registry, LptEft, MappingInput};
+    use keel_sim::objects::{decide, RemapInput};
+    use keel_sim::WorkerModel;
+    // Period 100 > 2 x 40 steps: the loads are never re-drawn.
+    let w = LbTestObjects::new(Topology::Ring, 64, 16, 40, 100, 10.0, 3000.0, 7, 1.0);
+    let costs = WorkloadCosts::new(&w);
+    let mut m = model(Noise::None);
+    for (p, pu) in m.pus.iter_mut().enumerate() {
+        if p % 4 >= 2 {
+            *pu = WorkerModel::new(0.25).unwrap();
+        }
+    }
+    let run = |spec: &str| simulate(&m, &costs, &Balancing::periodic(spec, 10, "none")).unwrap();
+    let (greedy, eft) = (run("greedy"), run("lpt-eft"));
+    for r in [&greedy, &eft] {
+        assert!(r.object_steps.iter().all(|&s| s as usize == w.steps));
+        assert!(r.migrations > 0);
+    }
+    // After the first remap each step lasts as the busiest PU's work.
+    let after = |r: &keel_sim::objects::ObjectsRun| r.step_s[10..].iter().sum::<f64>();
+    assert!(
+        after(&eft) < 0.9 * after(&greedy),
+        "lpt-eft {} s vs greedy {} s",
+        after(&eft),
+        after(&greedy)
+    );
+
+    // The remap turns measured seconds into work at the PU's speed.
+    let speeds = [1.0, 0.5];
+    let loads = [2.0, 1.0, 4.0];
+    let current = [0, 0, 1];
+    let policy = registry().build("lpt-eft").unwrap();
+    let d = decide(
+        policy.as_ref(),
+        &RemapInput {
+            loads: &loads,
+            background: &[0.0, 0.0],
+            migratable: &[true; 3],
+            available: &[true; 2],
+            current: &current,
+            speeds: Some(&speeds),
+        },
+    )
+    .unwrap();
+    let work = [2.0, 1.0, 2.0];
+    let input = MappingInput::new(&work, &[0.0, 0.0])
+        .unwrap()
+        .with_speeds(&speeds)
+        .unwrap();
+    assert_eq!(d.mapping, LptEft.decide(&input));
+    assert_eq!(d.mapping.as_slice(), &[0, 1, 0]);
+}

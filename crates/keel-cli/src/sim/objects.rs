@@ -9,6 +9,9 @@
 //!   nodes, No LB + stealing: λ at the node and PU levels, total time.
 //! - **Table 2**: hierarchical Greedy at periods 20, 50 and 100, time in
 //!   steps and in balancing split out.
+//! - **Table 3** (with `--slow-speed S`): the upper half of every node's PUs
+//!   at speed S, the remap told the speeds; hierarchical `greedy` against
+//!   `lpt-eft` inside nodes.
 //!
 //! Balancing time is modelled (decision per object + migrations), not
 //! measured; see `keel_sim::objects`.
@@ -66,6 +69,11 @@ pub struct ObjectsArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Run Table 3: the upper half of every node's PUs at this relative
+    /// speed, hierarchical greedy against lpt-eft inside nodes.
+    #[arg(long, value_name = "S", value_parser = slow_speed)]
+    pub slow_speed: Option<f64>,
+
     /// Write each Table 1 configuration's time per step to this SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -92,6 +100,7 @@ impl ObjectsArgs {
             steal_cost: self.steal_cost,
             noise_cv: self.noise_cv,
             seed: self.seed,
+            slow_speed: self.slow_speed,
         }
     }
 }
@@ -237,7 +246,46 @@ fn write_tables(
     for line in report::align(&rows) {
         writeln!(out, "{line}")?;
     }
+    if !r.table3.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Table 3: upper half of each node's PUs slow, remap told the speeds; every {} steps, no stealing",
+            args.period
+        )?;
+        let mut rows = vec![[
+            "config".to_string(),
+            "steps".into(),
+            "total".into(),
+            "migrations".into(),
+            "λ PU (%)".into(),
+            "vs first".into(),
+        ]];
+        let first = r.table3[0].run.steps_s;
+        for row in &r.table3 {
+            let x = &row.run;
+            rows.push([
+                row.config.clone(),
+                report::duration(x.steps_s),
+                report::duration(x.total_s),
+                x.migrations.to_string(),
+                format!("{:.1}", 100.0 * x.lambda_pu),
+                format!("{:.3}×", x.steps_s / first),
+            ]);
+        }
+        for line in report::align(&rows) {
+            writeln!(out, "{line}")?;
+        }
+    }
     Ok(())
+}
+
+/// A relative speed: finite and > 0.
+fn slow_speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a speed (a number > 0)")),
+    }
 }
 
 fn plot(path: &std::path::Path, r: &ObjectsSimReport) -> Result<(), CliError> {

@@ -9,6 +9,10 @@
 //!   nodes, No LB + stealing: λ at the node and PU levels, total time.
 //! - **Table 2**: hierarchical Greedy at periods 20, 50 and 100, time in
 //!   steps and in balancing split out.
+//! - **Table 3** (only with `slow_speed`): the upper half of every node's
+//!   PUs at that speed, the remap told the speeds; hierarchical balancing
+//!   with `greedy` (GreedyLB: least normalised time) against `lpt-eft`
+//!   (earliest finish) inside nodes, every `period` steps, no stealing.
 //!
 //! Balancing time is modelled (decision per object + migrations), not
 //! measured; see `keel_sim::objects`.
@@ -30,7 +34,7 @@
 use keel_sim::objects::{
     simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,
 };
-use keel_sim::{Noise, SimError};
+use keel_sim::{Noise, SimError, WorkerModel};
 use keel_workloads::objects::{LassenLike, ObjectWorkload};
 use serde::Serialize;
 
@@ -58,6 +62,9 @@ pub struct ObjectsConfig {
     pub noise_cv: f64,
     /// Seed of the noise and of the thieves' choices.
     pub seed: u64,
+    /// Table 3's speed of the slow PUs (the upper half of each node);
+    /// `None`: no Table 3.
+    pub slow_speed: Option<f64>,
 }
 
 impl Default for ObjectsConfig {
@@ -74,6 +81,7 @@ impl Default for ObjectsConfig {
             steal_cost: DEFAULT_STEAL_COST,
             noise_cv: 0.05,
             seed: 1,
+            slow_speed: None,
         }
     }
 }
@@ -111,6 +119,8 @@ pub struct ObjectsSimReport {
     pub table1: Vec<Row>,
     /// Table 2.
     pub table2: Vec<Row>,
+    /// Table 3 (empty without `slow_speed`).
+    pub table3: Vec<Row>,
     /// Time of No LB ÷ time of Greedy + stealing (goal ≥ 1.5).
     pub gain_vs_no_lb: f64,
     /// Time of Greedy ÷ time of Greedy + stealing (goal ≥ 1.1).
@@ -157,7 +167,8 @@ fn configs(config: &ObjectsConfig, policy: &str) -> (Configs, Configs) {
 /// How many simulated steps [`run`] makes in all (for a progress bar).
 pub fn total_steps(config: &ObjectsConfig) -> Result<u64> {
     let lassen = LassenLike::parse(&workload_spec(config)?)?;
-    Ok(lassen.steps() as u64 * (4 + config.periods.len()) as u64)
+    let table3 = if config.slow_speed.is_some() { 2 } else { 0 };
+    Ok(lassen.steps() as u64 * (4 + config.periods.len() + table3) as u64)
 }
 
 /// The workload spec: the configured one, else the proxy for every PU.
@@ -182,6 +193,13 @@ pub fn run(
         return Err(ExperimentError::Invalid(
             "periods must be at least 1 step".into(),
         ));
+    }
+    if let Some(s) = config.slow_speed {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(ExperimentError::Invalid(format!(
+                "the slow PUs' speed must be finite and > 0 (got {s})"
+            )));
+        }
     }
     let lassen = LassenLike::parse(&spec)?;
     let costs = WorkloadCosts::uniform_cells(&lassen);
@@ -210,6 +228,30 @@ pub fn run(
         .iter()
         .map(|(l, b)| simulate(l, b))
         .collect::<Result<_, _>>()?;
+    let mut table3 = Vec::new();
+    if let Some(slow) = config.slow_speed {
+        let half = config.pus_per_node.div_ceil(2);
+        for (p, pu) in model.pus.iter_mut().enumerate() {
+            if p % config.pus_per_node >= half {
+                *pu = WorkerModel::with(slow, noise, &[]).map_err(sim_error)?;
+            }
+        }
+        let mut simulate = |label: &str, b: &Balancing| -> Result<Row> {
+            progress(ObjectsProgress::Config(label));
+            let run =
+                simulate_with_progress(&model, &costs, b, &mut |_| progress(ObjectsProgress::Step))
+                    .map_err(sim_error)?;
+            Ok(Row {
+                config: label.to_string(),
+                run,
+            })
+        };
+        for (label, inner) in [("Greedy (hier)", "greedy"), ("LPT-EFT (hier)", "lpt-eft")] {
+            let spec = format!("hier:nodes={},outer=(greedy),inner=({inner})", config.nodes);
+            let b = Balancing::periodic(&spec, config.period, "none");
+            table3.push(simulate(&format!("{label}, slow PUs at {slow}"), &b)?);
+        }
+    }
     let t = |i: usize| table1[i].run.total_s;
     Ok(ObjectsSimReport {
         workload: lassen.spec(),
@@ -220,5 +262,6 @@ pub fn run(
         gain_vs_greedy: t(1) / t(2),
         table1,
         table2,
+        table3,
     })
 }

@@ -30,6 +30,7 @@ mod greedy_refine;
 mod hier;
 mod input;
 mod lpt;
+mod lpt_eft;
 mod refine;
 mod round_robin;
 
@@ -42,6 +43,7 @@ pub use greedy_refine::GreedyRefine;
 pub use hier::Hier;
 pub use input::MappingInput;
 pub use lpt::{lpt_order, LptOrder, PuHeap};
+pub use lpt_eft::LptEft;
 pub use refine::Refine;
 pub use round_robin::RoundRobin;
 
@@ -151,7 +153,7 @@ type MappingFactory =
 /// The mapping registry with every built-in policy.
 pub fn registry() -> Registry<dyn MappingPolicy> {
     let mut r: Registry<dyn MappingPolicy> = Registry::empty("mapping");
-    let builtins: [(&str, &str, MappingFactory); 7] = [
+    let builtins: [(&str, &str, MappingFactory); 8] = [
         (
             "block",
             "contiguous equal-count blocks, no balancing",
@@ -164,6 +166,11 @@ pub fn registry() -> Registry<dyn MappingPolicy> {
             "greedy",
             "LPT: heaviest task to least-loaded PU (Charm++ GreedyLB)",
             |s, _| Ok(Box::new(Greedy::from_spec(s)?)),
+        ),
+        (
+            "lpt-eft",
+            "LPT: heaviest task to the PU where it finishes earliest (uniform processors)",
+            |s, _| Ok(Box::new(LptEft::from_spec(s)?)),
         ),
         (
             "binlpt",

@@ -2,7 +2,9 @@
 //! `keel::objects` enacts it (`crates/keel/src/objects/remap.rs`), with the
 //! same context handler — measured object loads and PU background loads
 //! (dynamic, runtime origin), migratability, availability and the current
-//! placement — handed to the unchanged registry policy, and its decision
+//! placement, and PU speeds where the machine's differ: then each object's
+//! measured seconds times its PU's speed, its work, as `keel::objects` does
+//! with declared speeds — handed to the unchanged registry policy, and its decision
 //! checked the same way (one PU per object, no unmigratable object moved, no
 //! unavailable PU used).
 //!
@@ -17,6 +19,7 @@
 //!     migratable: &[true, true],
 //!     available: &[true, true],
 //!     current: &[0, 0],
+//!     speeds: None,
 //! };
 //! let decided = decide(greedy.as_ref(), &input).unwrap();
 //! assert_eq!(decided.migrations, 1);
@@ -43,6 +46,9 @@ pub struct RemapInput<'a> {
     pub available: &'a [bool],
     /// Each object's PU now.
     pub current: &'a [usize],
+    /// Each PU's speed, when the machine's PUs differ (`None`: every PU
+    /// counts as speed 1 and loads are taken as work).
+    pub speeds: Option<&'a [f64]>,
 }
 
 /// A checked decision and what it does to the measured loads.
@@ -67,6 +73,7 @@ pub fn decide(policy: &dyn MappingPolicy, input: &RemapInput<'_>) -> Result<Deci
         ("migratable flags", input.migratable.len(), n),
         ("current placement", input.current.len(), n),
         ("availability flags", input.available.len(), pus),
+        ("PU speeds", input.speeds.map_or(pus, <[f64]>::len), pus),
     ] {
         if len != want {
             return Err(SimError::invalid(
@@ -80,12 +87,27 @@ pub fn decide(policy: &dyn MappingPolicy, input: &RemapInput<'_>) -> Result<Deci
         subject,
         model: Model::Dynamic,
     };
+    // Measured time on a PU of speed s is work / s. An unplaced object (or
+    // one on a PU out of range, which the policy's input check names) has
+    // no PU to scale by.
+    let work: Vec<f64> = match input.speeds {
+        Some(speeds) => input
+            .loads
+            .iter()
+            .zip(input.current)
+            .map(|(&t, &p)| t * speeds.get(p).copied().unwrap_or(1.0))
+            .collect(),
+        None => input.loads.to_vec(),
+    };
     let mut ctx = ContextHandler::new();
-    ctx.provide_values(dynamic(Subject::Tasks), Origin::Runtime, input.loads)
+    ctx.provide_values(dynamic(Subject::Tasks), Origin::Runtime, &work[..])
         .provide_values(dynamic(Subject::Pus), Origin::Runtime, input.background)
         .provide_flags(Concept::TaskMigratable, Origin::Runtime, input.migratable)
         .provide_flags(Concept::PuAvailability, Origin::Runtime, input.available)
         .provide_placement(Origin::Runtime, input.current);
+    if let Some(speeds) = input.speeds {
+        ctx.provide_values(Concept::PuSpeed, Origin::Runtime, speeds);
+    }
     let mapping = policy
         .map(&ctx)
         .map_err(|e| SimError::Policy(format!("`{spec}`: {e}")))?;
@@ -108,7 +130,11 @@ pub fn decide(policy: &dyn MappingPolicy, input: &RemapInput<'_>) -> Result<Deci
             )));
         }
     }
-    let eval = MappingInput::new(input.loads, input.background)
+    let eval = MappingInput::new(&work, input.background)
+        .and_then(|i| match input.speeds {
+            Some(speeds) => i.with_speeds(speeds),
+            None => Ok(i),
+        })
         .and_then(|i| i.with_availability(input.available))
         .and_then(|i| i.with_current(input.current))?;
     let old = Mapping::new(input.current.to_vec(), pus)?;

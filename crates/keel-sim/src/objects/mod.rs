@@ -22,7 +22,9 @@
 //!   after a remap, the new lists are sorted the same way (ties in id
 //!   order), as `keel::objects`' remap does.
 //! - **Balancing** goes through [`balance::decide`], the same context
-//!   handler `keel::objects` builds, with the unchanged registry policy
+//!   handler `keel::objects` builds (PU speeds included where the PU
+//!   models' base speeds differ, as `ObjectsBuilder::speeds` declares
+//!   them), with the unchanged registry policy
 //!   (`greedy`, `hier:nodes=64,...`, anything the registry builds). Its
 //!   time is *modelled*, not measured (a measured wall time would make
 //!   runs irreproducible): `decision_per_object` seconds per object (the
@@ -511,6 +513,13 @@ pub fn simulate_with_progress(
     };
     let mut loads = vec![0.0; n];
     let background = vec![0.0; npus];
+    // The speeds a runtime would declare: offered only where they differ,
+    // so that a machine of equal PUs remaps exactly as before.
+    let base_speeds: Vec<f64> = model.pus.iter().map(WorkerModel::speed).collect();
+    let speeds = base_speeds
+        .iter()
+        .any(|&s| s != 1.0)
+        .then_some(&base_speeds[..]);
     let mut pu_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut node_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut t = 0.0;
@@ -568,6 +577,7 @@ pub fn simulate_with_progress(
                     migratable: &migratable,
                     available: &model.available,
                     current: &placement,
+                    speeds,
                 },
             )?;
             let next = d.mapping.into_vec();

@@ -89,6 +89,15 @@ pub enum ObjectsError {
         /// The PU.
         pu: usize,
     },
+    /// A declared PU speed that is not finite and > 0.
+    #[error("PU {pu} has speed {speed}; speeds must be finite and > 0")]
+    InvalidSpeed {
+        /// The PU.
+        pu: usize,
+        /// The speed given.
+        speed: f64,
+    },
+
     /// A policy returned a mapping of the wrong shape.
     #[error("policy `{spec}` returned a mapping of {tasks} objects on {pus} PUs; expected {want_tasks} on {want_pus}")]
     WrongShape {

@@ -199,6 +199,7 @@ pub struct ObjectsBuilder {
     stealing: Option<String>,
     migratable: Option<Vec<bool>>,
     available: Option<Vec<bool>>,
+    speeds: Option<Vec<f64>>,
 }
 
 impl ObjectsBuilder {
@@ -240,6 +241,39 @@ impl ObjectsBuilder {
         self
     }
 
+    /// Each PU's relative speed (one per PU, finite and > 0; default: no
+    /// speeds, every PU counts as 1). Keel measures times, not speeds: a PU
+    /// known to be slower (a small core, a core shared with another job) is
+    /// declared here. A remap then offers the speeds to the policy and
+    /// turns each object's measured time into work, time × the speed of the
+    /// PU it ran on, as Charm++'s load database normalises object times by
+    /// PE speed; background stays time. Speed-aware policies (`lpt-eft`,
+    /// and `greedy` in normalised time) read them.
+    ///
+    /// ```
+    /// use keel::objects::{Object, Objects, StepContext};
+    /// struct Busy;
+    /// impl Object for Busy {
+    ///     fn step(&mut self, _: &StepContext<'_>) {
+    ///         std::hint::black_box((0..20_000u64).sum::<u64>());
+    ///     }
+    /// }
+    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
+    /// let mut run = Objects::builder()
+    ///     .policy("lpt-eft")
+    ///     .speeds(vec![1.0, 0.5])
+    ///     .build(&pool, (0..8).map(|_| Busy).collect())
+    ///     .unwrap();
+    /// run.run(2).unwrap();
+    /// let rebalance = run.rebalance().unwrap();
+    /// assert_eq!(rebalance.policy, "lpt-eft");
+    /// assert_eq!(run.speeds(), Some(&[1.0, 0.5][..]));
+    /// ```
+    pub fn speeds(mut self, speeds: Vec<f64>) -> Self {
+        self.speeds = Some(speeds);
+        self
+    }
+
     /// Places `objects` on the PUs of `pool` (one PU per participant).
     pub fn build<T: Object>(
         self,
@@ -262,6 +296,23 @@ impl ObjectsBuilder {
         };
         check("migratable", &self.migratable, n, "object")?;
         check("available", &self.available, pus, "PU")?;
+        if let Some(speeds) = &self.speeds {
+            if speeds.len() != pus {
+                return Err(ObjectsError::LengthMismatch {
+                    what: "speeds",
+                    expected: pus,
+                    found: speeds.len(),
+                    unit: "PU",
+                });
+            }
+            if let Some((pu, &speed)) = speeds
+                .iter()
+                .enumerate()
+                .find(|(_, s)| !(s.is_finite() && **s > 0.0))
+            {
+                return Err(ObjectsError::InvalidSpeed { pu, speed });
+            }
+        }
         let migratable = self.migratable.unwrap_or_else(|| vec![true; n]);
         let available = self.available.unwrap_or_else(|| vec![true; pus]);
         if !available.iter().any(|&a| a) {
@@ -338,6 +389,7 @@ impl ObjectsBuilder {
             placement,
             migratable,
             available,
+            speeds: self.speeds,
             policy_spec: policy.spec().to_string(),
             policy,
             period: self.period,
@@ -357,6 +409,8 @@ pub struct Objects<'p, T> {
     placement: Vec<usize>,
     migratable: Vec<bool>,
     available: Vec<bool>,
+    /// Declared PU speeds, if any.
+    speeds: Option<Vec<f64>>,
     policy: Box<dyn MappingPolicy>,
     policy_spec: String,
     period: Option<usize>,
@@ -421,6 +475,11 @@ impl<'p, T: Object> Objects<'p, T> {
     /// The exposure policy's canonical spec.
     pub fn stealing(&self) -> &str {
         &self.stealing_spec
+    }
+
+    /// The declared PU speeds, if the builder was given any.
+    pub fn speeds(&self) -> Option<&[f64]> {
+        self.speeds.as_deref()
     }
 
     /// Which PUs may run objects.

@@ -36,7 +36,13 @@ impl<T: Object> Objects<'_, T> {
     pub fn rebalance(&mut self) -> Result<Rebalance, ObjectsError> {
         let began = Instant::now();
         self.requested = false;
-        let loads = self.object_loads();
+        let mut loads = self.object_loads();
+        if let Some(speeds) = &self.speeds {
+            // Measured time on a PU of speed s is work / s.
+            for (load, &pu) in loads.iter_mut().zip(&self.placement) {
+                *load *= speeds[pu];
+            }
+        }
         let background = self.pu_background.clone();
         let pus = self.pus();
         let spec = self.policy_spec.clone();
@@ -58,6 +64,9 @@ impl<T: Object> Objects<'_, T> {
                 &self.available[..],
             )
             .provide_placement(Origin::Runtime, &self.placement[..]);
+        if let Some(speeds) = &self.speeds {
+            ctx.provide_values(Concept::PuSpeed, Origin::Runtime, &speeds[..]);
+        }
         let decided = Instant::now();
         let mapping = self
             .policy
@@ -91,6 +100,10 @@ impl<T: Object> Objects<'_, T> {
             source,
         };
         let input = MappingInput::new(&loads, &background)
+            .and_then(|i| match &self.speeds {
+                Some(speeds) => i.with_speeds(speeds),
+                None => Ok(i),
+            })
             .and_then(|i| i.with_availability(&self.available))
             .and_then(|i| i.with_current(&self.placement))
             .map_err(decision)?;

@@ -119,6 +119,73 @@ fn every_object_steps_once_per_step_under_every_policy_and_migration() {
 }
 
 #[test]
+fn declared_speeds_turn_measured_times_into_work_for_lpt_eft() {
+    use keel_policy::mapping::{Greedy, LptEft, Mapping, MappingInput};
+    struct Fixed;
+    impl Object for Fixed {
+        fn step(&mut self, _: &StepContext<'_>) {
+            spin(2_000_000);
+        }
+    }
+    let pool = pool(2);
+    let speeds = vec![1.0, 0.01];
+    let mut run = Objects::builder()
+        .policy("lpt-eft")
+        .stealing("none")
+        .speeds(speeds.clone())
+        .build(&pool, (0..8).map(|_| Fixed).collect())
+        .unwrap();
+    assert_eq!(run.speeds(), Some(&speeds[..]));
+    run.run(2).unwrap();
+    let current = run.placement().to_vec();
+    let work: Vec<f64> = run
+        .object_loads()
+        .iter()
+        .zip(&current)
+        .map(|(&t, &pu)| t * speeds[pu])
+        .collect();
+    let background = run.pu_background().to_vec();
+    let r = run.rebalance().unwrap();
+    assert_eq!(r.policy, "lpt-eft");
+    let input = MappingInput::new(&work, &background)
+        .unwrap()
+        .with_speeds(&speeds)
+        .unwrap()
+        .with_current(&current)
+        .unwrap();
+    let eft = LptEft.decide(&input);
+    assert_eq!(run.placement(), eft.as_slice(), "the remap decided on work");
+    // GreedyLB's rule sends a heavy object to the 100x slower PU as soon
+    // as the fast one holds one; the earliest finish keeps them all fast.
+    let makespan = |m: &Mapping| metrics::evaluate(&input, m).makespan;
+    let greedy = Greedy.decide(&input);
+    assert!(
+        makespan(&eft) * 10.0 < makespan(&greedy),
+        "lpt-eft {} vs greedy {}",
+        makespan(&eft),
+        makespan(&greedy)
+    );
+    let bad = |speeds| {
+        Objects::builder()
+            .speeds(speeds)
+            .build(&pool, (0..2).map(|_| Fixed).collect())
+            .unwrap_err()
+    };
+    assert_eq!(
+        bad(vec![1.0, 0.0]),
+        ObjectsError::InvalidSpeed { pu: 1, speed: 0.0 }
+    );
+    assert!(matches!(
+        bad(vec![f64::NAN, 1.0]),
+        ObjectsError::InvalidSpeed { pu: 0, .. }
+    ));
+    assert!(matches!(
+        bad(vec![1.0]),
+        ObjectsError::LengthMismatch { what: "speeds", .. }
+    ));
+}
+
+#[test]
 fn a_measured_remap_moves_load_off_the_hot_pu() {
     struct Fixed(u64);
     impl Object for Fixed {
