@@ -31,9 +31,15 @@ impl Greedy {
 
     /// The decision plus each PU's resulting time.
     pub(crate) fn decide_with_times(&self, input: &MappingInput<'_>) -> (Vec<usize>, Vec<f64>) {
-        let (mut placement, times) = input.pinned_start();
-        let mut tree = PuHeap::new(times, input.available_pus());
-        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        let (mut placement, times) = match input.migratable() {
+            // Every task is ordered and gets a PU below, so the placement
+            // needs no "unplaced" fill: a zeroed buffer comes from the
+            // allocator without a pass over it.
+            None => (vec![0; input.ntasks()], input.pu_loads().to_vec()),
+            Some(_) => input.pinned_start(),
+        };
+        let mut tree = PuHeap::new(times, available(input));
+        let order = LptOrder::movable(input.task_loads(), input.migratable());
         order.assign_into(&mut tree, input.speeds(), &mut placement);
         (placement, tree.into_times())
     }
@@ -46,7 +52,7 @@ impl Greedy {
         order: &LptOrder<'_>,
     ) -> Vec<f64> {
         let (_, times) = input.pinned_start();
-        let mut tree = PuHeap::new(times, input.available_pus());
+        let mut tree = PuHeap::new(times, available(input));
         order.assign(&mut tree, input.speeds());
         tree.into_times()
     }
@@ -56,9 +62,14 @@ impl Greedy {
     pub fn map_direct(task_loads: &[f64], npus: usize) -> Vec<usize> {
         let mut placement = vec![0; task_loads.len()];
         let mut tree = PuHeap::new(vec![0.0; npus], 0..npus);
-        LptOrder::new(task_loads, |_| true).assign_into(&mut tree, None, &mut placement);
+        LptOrder::movable(task_loads, None).assign_into(&mut tree, None, &mut placement);
         placement
     }
+}
+
+/// The available PUs, without collecting them.
+fn available<'a>(input: &'a MappingInput<'_>) -> impl Iterator<Item = usize> + 'a {
+    (0..input.npus()).filter(|&p| input.is_available(p))
 }
 
 impl MappingPolicy for Greedy {
