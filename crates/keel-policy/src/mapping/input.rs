@@ -357,6 +357,41 @@ mod tests {
     }
 
     #[test]
+    fn names_the_first_bad_value_anywhere_in_a_long_slice() {
+        for bad in [
+            f64::NAN,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            for at in [0, 5, 8, 13, 16, 17] {
+                let mut loads = vec![2.0; 18];
+                loads[at] = bad;
+                if at + 1 < loads.len() {
+                    loads[at + 1] = f64::NAN;
+                }
+                let err = MappingInput::new(&loads, &[0.0]).unwrap_err();
+                assert!(
+                    matches!(err, PolicyError::InvalidNumber { index, .. } if index == at),
+                    "{bad} at {at}: {err}"
+                );
+            }
+        }
+        // Negative zero is zero; a sum that overflows from finite loads is
+        // the bound's error, not a bad number.
+        let mut loads = vec![1.0; 17];
+        loads[3] = -0.0;
+        loads[16] = -0.0;
+        assert!(MappingInput::new(&loads, &[0.0]).is_ok());
+        let huge = vec![f64::MAX / 4.0; 16];
+        assert!(matches!(
+            MappingInput::new(&huge, &[0.0]).unwrap_err(),
+            PolicyError::LoadOverflow { .. }
+        ));
+    }
+
+    #[test]
     fn rejects_loads_whose_sums_would_overflow() {
         let huge = [f64::MAX, f64::MAX];
         assert!(matches!(

@@ -331,6 +331,29 @@ mod tests {
     }
 
     #[test]
+    fn the_unfiltered_order_is_the_order_with_every_task_kept() {
+        // Duplicates and low-bit neighbours exercise the exact tie fix-up.
+        let next = f64::from_bits(1.0f64.to_bits() + 1);
+        let loads: Vec<f64> = (0..300)
+            .map(|i| match i % 5 {
+                0 => 1.0,
+                1 => next,
+                _ => ((i * 37) % 23) as f64,
+            })
+            .collect();
+        let tasks = |order: LptOrder<'_>| order.tasks().collect::<Vec<_>>();
+        assert_eq!(
+            tasks(LptOrder::movable(&loads, None)),
+            tasks(LptOrder::new(&loads, |_| true))
+        );
+        let flags: Vec<bool> = (0..loads.len()).map(|i| i % 3 != 1).collect();
+        let kept = tasks(LptOrder::movable(&loads, Some(&flags)));
+        assert_eq!(kept, tasks(LptOrder::new(&loads, |t| flags[t])));
+        assert_eq!(kept.len(), 200);
+        assert!(LptOrder::movable(&[], None).is_empty());
+    }
+
+    #[test]
     fn tree_agrees_with_a_linear_scan_under_random_updates() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
