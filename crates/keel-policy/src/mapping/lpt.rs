@@ -198,6 +198,8 @@ pub struct PuHeap {
     /// `pu`.
     pairs: Vec<Pair>,
     leaves: usize,
+    /// Levels below the root: `log2(leaves)`.
+    depth: u32,
     time: Vec<f64>,
     member: Vec<bool>,
 }
@@ -252,6 +254,7 @@ impl PuHeap {
         PuHeap {
             pairs,
             leaves,
+            depth: leaves.trailing_zeros(),
             time: times,
             member,
         }
@@ -282,14 +285,12 @@ impl PuHeap {
         let mut winner_key = key(self.time[pu]);
         let mut winner = pu as u32;
         let mut i = self.leaves + pu;
-        loop {
+        // A fixed trip count rather than a test for the root each level.
+        for _ in 0..self.depth {
             let pair = &mut self.pairs[i >> 1];
             let side = i & 1;
             pair.keys[side] = winner_key;
             pair.pus[side] = winner;
-            if i == 1 {
-                break;
-            }
             let (sibling_key, sibling) = (pair.keys[side ^ 1], pair.pus[side ^ 1]);
             // A left sibling (odd i) holds lower indices and also wins ties:
             // `s <= w` is `s < w + 1`, and keys never reach u64::MAX.
@@ -298,6 +299,9 @@ impl PuHeap {
             winner = std::hint::select_unpredictable(sibling_wins, sibling, winner);
             i >>= 1;
         }
+        let root = &mut self.pairs[0];
+        root.keys[1] = winner_key;
+        root.pus[1] = winner;
     }
 
     /// All PU times, indexed by PU.
