@@ -991,35 +991,4 @@ proptest! {
         prop_assert!(direct.iter().all(|&pu| pu < npus));
         prop_assert_eq!(portable.into_vec(), direct);
     }
-
-    /// Greedy's two starts agree: with no migratability flags (every task
-    /// ordered without a test, placement zeroed) and with every task flagged
-    /// movable (the filtered order from the pinned start), on sizes past the
-    /// validation's eight lanes and with speeds, background and unavailable
-    /// PUs.
-    #[test]
-    fn greedy_without_flags_equals_greedy_with_every_task_movable(
-        loads in vec(task_load(), 0..300),
-        pus in vec((prop_oneof![3 => Just(0.0), 1 => 0.0f64..50.0], speed(), prop::bool::weighted(0.8)), 1..20),
-    ) {
-        let pu_loads: Vec<f64> = pus.iter().map(|p| p.0).collect();
-        let speeds: Vec<f64> = pus.iter().map(|p| p.1).collect();
-        let mut available: Vec<bool> = pus.iter().map(|p| p.2).collect();
-        available[0] = true;
-        let movable = vec![true; loads.len()];
-        let greedy = build(&registry(), "greedy");
-        let mut plain = runtime_context(&loads, &pu_loads);
-        plain
-            .provide_values(Concept::PuSpeed, Origin::Runtime, &speeds[..])
-            .provide_flags(Concept::PuAvailability, Origin::Runtime, &available[..]);
-        let mut flagged = plain.clone();
-        flagged.provide_flags(Concept::TaskMigratable, Origin::Runtime, &movable[..]);
-        let a = greedy.map(&plain).unwrap();
-        let b = greedy.map(&flagged).unwrap();
-        prop_assert_eq!(a.counts().iter().sum::<usize>(), loads.len());
-        for &pu in a.as_slice() {
-            prop_assert!(available[pu], "task on unavailable PU {}", pu);
-        }
-        prop_assert_eq!(a, b);
-    }
 }

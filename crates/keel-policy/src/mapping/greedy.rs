@@ -133,6 +133,42 @@ mod tests {
         assert_eq!(Greedy.decide(&input).as_slice(), &[0, 1, 1, 1]);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Greedy's two starts agree: with no migratability flags (every
+        /// task ordered without a test, placement zeroed) and with every
+        /// task flagged movable (the filtered order from the pinned start),
+        /// on sizes past the validation's eight lanes, with duplicate loads,
+        /// speeds, background and unavailable PUs; each task placed once on
+        /// an available PU.
+        #[test]
+        fn greedy_without_flags_equals_greedy_with_every_task_movable(
+            quarters in proptest::collection::vec(0u32..40, 0..300),
+            pus in proptest::collection::vec((0u32..8, 1u32..9, 0u32..5), 1..20),
+        ) {
+            let loads: Vec<f64> = quarters.iter().map(|&q| f64::from(q) / 4.0).collect();
+            let pu_loads: Vec<f64> = pus.iter().map(|p| f64::from(p.0)).collect();
+            let speeds: Vec<f64> = pus.iter().map(|p| f64::from(p.1) / 2.0).collect();
+            let mut available: Vec<bool> = pus.iter().map(|p| p.2 != 0).collect();
+            available[0] = true;
+            let movable = vec![true; loads.len()];
+            let input = MappingInput::new(&loads, &pu_loads)
+                .unwrap()
+                .with_speeds(&speeds)
+                .unwrap()
+                .with_availability(&available)
+                .unwrap();
+            let plain = Greedy.decide(&input);
+            let flagged = Greedy.decide(&input.with_migratable(&movable).unwrap());
+            proptest::prop_assert_eq!(plain.counts().iter().sum::<usize>(), loads.len());
+            for &pu in plain.as_slice() {
+                proptest::prop_assert!(available[pu], "task on unavailable PU {}", pu);
+            }
+            proptest::prop_assert_eq!(plain, flagged);
+        }
+    }
+
     #[test]
     fn direct_call_agrees_with_the_policy() {
         let loads: Vec<f64> = (0..100).map(|i| ((i * 37) % 11) as f64).collect();
