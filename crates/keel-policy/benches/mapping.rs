@@ -52,6 +52,26 @@
 //!   table for the goals (greedy ≤ 2× sort at 1,000,000 × 1,024, refine ≤
 //!   greedy, registry ≤ 1.02× direct at 16,000 × 80).
 //!
+//! # Instruction counts
+//!
+//! Wall-clock ratios on a shared 2-core machine swing with the neighbours;
+//! instruction counts repeat exactly. `examples/mapping_callgrind.rs` runs one
+//! entry once on this workload (`sort` and `greedy` at 1,000,000 × 1,024,
+//! `direct` and `registry` at 16,000 × 80) with only the call counted:
+//!
+//! ```text
+//! cargo build --release -p keel-policy --example mapping_callgrind
+//! for e in sort greedy direct registry; do
+//!   valgrind --tool=callgrind --toggle-collect='*measured*' \
+//!     target/release/examples/mapping_callgrind $e 2>&1 | grep Collected
+//! done
+//! ```
+//!
+//! `greedy / sort` and `registry / direct` of the "Collected" counts are the
+//! goals' ratios in instructions; `callgrind_annotate` on the output file
+//! shows where they go. Counts leave out cache misses and page faults, which
+//! the interleaved table includes.
+//!
 //! # Allocator
 //!
 //! With glibc's defaults, freed buffers of a few hundred KiB and up are

@@ -985,6 +985,10 @@ proptest! {
         let portable = build(&registry(), "greedy")
             .map(&runtime_context(&loads, &pu_loads))
             .unwrap();
-        prop_assert_eq!(portable.into_vec(), Greedy::map_direct(&loads, npus));
+        let direct = Greedy::map_direct(&loads, npus);
+        // Exactly once: one in-range PU per task.
+        prop_assert_eq!(direct.len(), loads.len());
+        prop_assert!(direct.iter().all(|&pu| pu < npus));
+        prop_assert_eq!(portable.into_vec(), direct);
     }
 }

@@ -31,9 +31,15 @@ impl Greedy {
 
     /// The decision plus each PU's resulting time.
     pub(crate) fn decide_with_times(&self, input: &MappingInput<'_>) -> (Vec<usize>, Vec<f64>) {
-        let (mut placement, times) = input.pinned_start();
-        let mut tree = PuHeap::new(times, input.available_pus());
-        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        let (mut placement, times) = match input.migratable() {
+            // Every task is ordered and gets a PU below, so the placement
+            // needs no "unplaced" fill: a zeroed buffer comes from the
+            // allocator without a pass over it.
+            None => (vec![0; input.ntasks()], input.pu_loads().to_vec()),
+            Some(_) => input.pinned_start(),
+        };
+        let mut tree = PuHeap::new(times, available(input));
+        let order = LptOrder::movable(input.task_loads(), input.migratable());
         order.assign_into(&mut tree, input.speeds(), &mut placement);
         (placement, tree.into_times())
     }
@@ -46,7 +52,7 @@ impl Greedy {
         order: &LptOrder<'_>,
     ) -> Vec<f64> {
         let (_, times) = input.pinned_start();
-        let mut tree = PuHeap::new(times, input.available_pus());
+        let mut tree = PuHeap::new(times, available(input));
         order.assign(&mut tree, input.speeds());
         tree.into_times()
     }
@@ -56,9 +62,14 @@ impl Greedy {
     pub fn map_direct(task_loads: &[f64], npus: usize) -> Vec<usize> {
         let mut placement = vec![0; task_loads.len()];
         let mut tree = PuHeap::new(vec![0.0; npus], 0..npus);
-        LptOrder::new(task_loads, |_| true).assign_into(&mut tree, None, &mut placement);
+        LptOrder::movable(task_loads, None).assign_into(&mut tree, None, &mut placement);
         placement
     }
+}
+
+/// The available PUs, without collecting them.
+fn available<'a>(input: &'a MappingInput<'_>) -> impl Iterator<Item = usize> + 'a {
+    (0..input.npus()).filter(|&p| input.is_available(p))
 }
 
 impl MappingPolicy for Greedy {
@@ -120,6 +131,42 @@ mod tests {
             .with_availability(&[true, true, false])
             .unwrap();
         assert_eq!(Greedy.decide(&input).as_slice(), &[0, 1, 1, 1]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Greedy's two starts agree: with no migratability flags (every
+        /// task ordered without a test, placement zeroed) and with every
+        /// task flagged movable (the filtered order from the pinned start),
+        /// on sizes past the validation's eight lanes, with duplicate loads,
+        /// speeds, background and unavailable PUs; each task placed once on
+        /// an available PU.
+        #[test]
+        fn greedy_without_flags_equals_greedy_with_every_task_movable(
+            quarters in proptest::collection::vec(0u32..40, 0..300),
+            pus in proptest::collection::vec((0u32..8, 1u32..9, 0u32..5), 1..20),
+        ) {
+            let loads: Vec<f64> = quarters.iter().map(|&q| f64::from(q) / 4.0).collect();
+            let pu_loads: Vec<f64> = pus.iter().map(|p| f64::from(p.0)).collect();
+            let speeds: Vec<f64> = pus.iter().map(|p| f64::from(p.1) / 2.0).collect();
+            let mut available: Vec<bool> = pus.iter().map(|p| p.2 != 0).collect();
+            available[0] = true;
+            let movable = vec![true; loads.len()];
+            let input = MappingInput::new(&loads, &pu_loads)
+                .unwrap()
+                .with_speeds(&speeds)
+                .unwrap()
+                .with_availability(&available)
+                .unwrap();
+            let plain = Greedy.decide(&input);
+            let flagged = Greedy.decide(&input.with_migratable(&movable).unwrap());
+            proptest::prop_assert_eq!(plain.counts().iter().sum::<usize>(), loads.len());
+            for &pu in plain.as_slice() {
+                proptest::prop_assert!(available[pu], "task on unavailable PU {}", pu);
+            }
+            proptest::prop_assert_eq!(plain, flagged);
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl GreedyRefine {
     /// The decision on validated inputs.
     pub fn decide(&self, input: &MappingInput<'_>) -> Mapping {
         let pus = input.available_pus();
-        let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
+        let order = LptOrder::movable(input.task_loads(), input.migratable());
         let greedy_times = Greedy.times_in_order(input, &order);
         let greedy_makespan = pus.iter().map(|&p| greedy_times[p]).fold(0.0, f64::max);
         let mut bound = greedy_makespan * self.tolerance;

@@ -32,19 +32,39 @@ impl<'a> LptOrder<'a> {
     /// Orders the tasks `0..loads.len()` for which `keep` holds. Loads must
     /// be finite and `>= 0` (validated by [`MappingInput`](super::MappingInput)).
     pub fn new(loads: &'a [f64], keep: impl Fn(usize) -> bool) -> Self {
-        assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
-        let exact = |i: usize| !(loads[i] + 0.0).to_bits();
-        let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
-        let index_mask = (1u64 << index_bits) - 1;
+        let index_mask = index_mask(loads);
         // Presized: a filtered iterator has no size hint, and growing the
         // buffer by doubling re-copies (and re-faults) it a dozen times.
         let mut keys: Vec<u64> = Vec::with_capacity(loads.len());
         keys.extend(
             (0..loads.len())
                 .filter(|&i| keep(i))
-                .map(|i| (exact(i) & !index_mask) | i as u64),
+                .map(|i| packed_key(loads, index_mask, i)),
         );
+        Self::sorted(loads, keys, index_mask)
+    }
+
+    /// Orders the tasks `0..loads.len()` whose `movable` flag is set, or all
+    /// of them when there are no flags: the same order as [`LptOrder::new`]
+    /// with that filter, built without a test per task when every task may
+    /// move (the common case, and a single pass the compiler vectorises).
+    pub(crate) fn movable(loads: &'a [f64], movable: Option<&[bool]>) -> Self {
+        match movable {
+            Some(flags) => Self::new(loads, |t| flags[t]),
+            None => {
+                let index_mask = index_mask(loads);
+                let keys = (0..loads.len())
+                    .map(|i| packed_key(loads, index_mask, i))
+                    .collect();
+                Self::sorted(loads, keys, index_mask)
+            }
+        }
+    }
+
+    /// Sorts `keys` and puts each run of truncated-equal keys in exact order.
+    fn sorted(loads: &'a [f64], mut keys: Vec<u64>, index_mask: u64) -> Self {
         keys.sort_unstable();
+        let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let task = |k: u64| (k & index_mask) as usize;
         let mut run = 0;
         for i in 1..=keys.len() {
@@ -131,6 +151,21 @@ impl<'a> LptOrder<'a> {
     }
 }
 
+/// The low bits of a key that hold the task index: as few as `loads.len()`
+/// needs, so that the load's top bits keep as much of the order as they can.
+fn index_mask(loads: &[f64]) -> u64 {
+    assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
+    let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
+    (1u64 << index_bits) - 1
+}
+
+/// Task `i`'s sort key: its load's inverted bits (heaviest first) above its
+/// index.
+#[inline]
+fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
+    (!(loads[i] + 0.0).to_bits() & !index_mask) | i as u64
+}
+
 /// Loads gathered at a time ahead of the assignment loop: enough independent
 /// cache misses in flight to hide their latency, small enough for the stack.
 const GATHER_BLOCK: usize = 64;
@@ -151,15 +186,29 @@ pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
 /// no data-dependent branch, which a binary heap's sift-down cannot avoid
 /// and which dominated the LPT loop (see `benches/mapping.rs`). Any member
 /// PU's time may change, up or down.
+///
+/// Siblings are stored side by side, one [`Pair`] per parent: a replay step
+/// reads the sibling and writes the climbing winner in the same pair (one
+/// bounds check a level rather than four), which is much of what a level
+/// costs.
 #[derive(Clone, Debug)]
 pub struct PuHeap {
-    /// Winner key per node: `keys[1]` is the root; leaves start at `leaves`.
-    keys: Vec<u64>,
-    /// Winner PU per node.
-    pus: Vec<u32>,
+    /// `pairs[p]` holds nodes `2p` and `2p + 1`, the children of node `p`;
+    /// the root, node 1, is side 1 of `pairs[0]`; leaf `leaves + pu` is PU
+    /// `pu`.
+    pairs: Vec<Pair>,
     leaves: usize,
+    /// Levels below the root: `log2(leaves)`.
+    depth: u32,
     time: Vec<f64>,
     member: Vec<bool>,
+}
+
+/// Two sibling nodes, each the winner of its subtree: key and PU.
+#[derive(Clone, Copy, Debug)]
+struct Pair {
+    keys: [u64; 2],
+    pus: [u32; 2],
 }
 
 /// Key of a leaf with no member PU: above every finite time's bits.
@@ -182,22 +231,30 @@ impl PuHeap {
         for pu in pus {
             member[pu] = true;
         }
-        let mut keys = vec![OUTSIDE; 2 * leaves];
-        let mut winners = vec![u32::MAX; 2 * leaves];
+        let outside = Pair {
+            keys: [OUTSIDE; 2],
+            pus: [u32::MAX; 2],
+        };
+        let mut pairs = vec![outside; leaves];
+        let mut set = |node: usize, key: u64, pu: u32| {
+            let pair = &mut pairs[node >> 1];
+            pair.keys[node & 1] = key;
+            pair.pus[node & 1] = pu;
+        };
         for pu in (0..npus).filter(|&p| member[p]) {
-            keys[leaves + pu] = key(times[pu]);
-            winners[leaves + pu] = pu as u32;
+            set(leaves + pu, key(times[pu]), pu as u32);
         }
         for i in (1..leaves).rev() {
-            let right_wins = keys[2 * i + 1] < keys[2 * i];
-            let child = 2 * i + usize::from(right_wins);
-            keys[i] = keys[child];
-            winners[i] = winners[child];
+            let Pair { keys, pus } = pairs[i];
+            let right_wins = usize::from(keys[1] < keys[0]);
+            let pair = &mut pairs[i >> 1];
+            pair.keys[i & 1] = keys[right_wins];
+            pair.pus[i & 1] = pus[right_wins];
         }
         PuHeap {
-            keys,
-            pus: winners,
+            pairs,
             leaves,
+            depth: leaves.trailing_zeros(),
             time: times,
             member,
         }
@@ -206,7 +263,7 @@ impl PuHeap {
     /// The least-loaded PU. The inputs guarantee at least one member.
     #[inline]
     pub fn least(&self) -> usize {
-        self.pus[1] as usize
+        self.pairs[0].pus[1] as usize
     }
 
     /// Current time of PU `pu`.
@@ -228,18 +285,23 @@ impl PuHeap {
         let mut winner_key = key(self.time[pu]);
         let mut winner = pu as u32;
         let mut i = self.leaves + pu;
-        self.keys[i] = winner_key;
-        while i > 1 {
-            let (sibling_key, sibling) = (self.keys[i ^ 1], self.pus[i ^ 1]);
+        // A fixed trip count rather than a test for the root each level.
+        for _ in 0..self.depth {
+            let pair = &mut self.pairs[i >> 1];
+            let side = i & 1;
+            pair.keys[side] = winner_key;
+            pair.pus[side] = winner;
+            let (sibling_key, sibling) = (pair.keys[side ^ 1], pair.pus[side ^ 1]);
             // A left sibling (odd i) holds lower indices and also wins ties:
             // `s <= w` is `s < w + 1`, and keys never reach u64::MAX.
-            let sibling_wins = sibling_key < winner_key + (i as u64 & 1);
+            let sibling_wins = sibling_key < winner_key + side as u64;
             winner_key = std::hint::select_unpredictable(sibling_wins, sibling_key, winner_key);
             winner = std::hint::select_unpredictable(sibling_wins, sibling, winner);
             i >>= 1;
-            self.keys[i] = winner_key;
-            self.pus[i] = winner;
         }
+        let root = &mut self.pairs[0];
+        root.keys[1] = winner_key;
+        root.pus[1] = winner;
     }
 
     /// All PU times, indexed by PU.
@@ -270,6 +332,29 @@ mod tests {
         assert_eq!(in_order, vec![next, next, base, base, 0.5]);
         assert!(LptOrder::new(&[], |_| true).is_empty());
         assert_eq!(lpt_order(&[7.0], |_| true), vec![0]);
+    }
+
+    #[test]
+    fn the_unfiltered_order_is_the_order_with_every_task_kept() {
+        // Duplicates and low-bit neighbours exercise the exact tie fix-up.
+        let next = f64::from_bits(1.0f64.to_bits() + 1);
+        let loads: Vec<f64> = (0..300)
+            .map(|i| match i % 5 {
+                0 => 1.0,
+                1 => next,
+                _ => ((i * 37) % 23) as f64,
+            })
+            .collect();
+        let tasks = |order: LptOrder<'_>| order.tasks().collect::<Vec<_>>();
+        assert_eq!(
+            tasks(LptOrder::movable(&loads, None)),
+            tasks(LptOrder::new(&loads, |_| true))
+        );
+        let flags: Vec<bool> = (0..loads.len()).map(|i| i % 3 != 1).collect();
+        let kept = tasks(LptOrder::movable(&loads, Some(&flags)));
+        assert_eq!(kept, tasks(LptOrder::new(&loads, |t| flags[t])));
+        assert_eq!(kept.len(), 200);
+        assert!(LptOrder::movable(&[], None).is_empty());
     }
 
     #[test]
