@@ -21,7 +21,8 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (or per sub-chunk), plus twice per participant for its start and finish.
+//! (or per sub-chunk); and, in recorded instances only, twice per
+//! participant for its start and finish.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,11 +51,13 @@ impl Shared {
     }
 }
 
-/// What every participant of one loop instance shares. It lives on the
-/// caller's stack and every worker reads it right after the fork, one cache
-/// miss per line: the plan is held by value and the fields every claim reads
-/// come first, so that they share the first line(s); the shared counters,
-/// which only dynamic claims touch, come last on lines of their own.
+/// What a participant of one loop instance reads. Under Keel's pool it
+/// lives on the caller's stack and every worker reads it right after the
+/// fork, one cache miss per line: the plan is held by value and the fields
+/// every claim reads come first, so that they share the first line(s); the
+/// shared counters, which only dynamic claims touch, sit on lines of their
+/// own behind a reference, so that threads Keel does not own can each hold
+/// their own `Instance` (with equal plans) over one set of counters.
 #[repr(C)]
 pub(crate) struct Instance<'a, 'p> {
     pub(crate) plan: Plan<'p>,
@@ -69,7 +72,12 @@ pub(crate) struct Instance<'a, 'p> {
     pub(crate) trace: Option<&'a LoopLabel>,
     /// Time every chunk for the iteration profile (the schedule reads one).
     pub(crate) profile: bool,
-    pub(crate) shared: Shared,
+    /// Read the clock at each participant's start and finish: only for
+    /// instances that are recorded (their finish times give LIB, `auto`'s
+    /// measurement and AWF's history); two clock reads per participant
+    /// saved on every other instance.
+    pub(crate) clocks: bool,
+    pub(crate) shared: &'a Shared,
 }
 
 /// One participant's chunk times for the iteration profile (the estimator
@@ -81,17 +89,18 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     let Instance {
         ref plan,
         n,
-        ref shared,
+        shared,
         ref board,
         t0,
         trace: label,
         profile,
+        clocks,
         body,
     } = *instance;
     let slot = &board.slots[me];
     // The caller (participant 0) starts at the fork itself, a few
     // instructions after `t0`: one clock read saved on every instance.
-    let start = if me == 0 {
+    let start = if me == 0 || !clocks {
         0.0
     } else {
         t0.elapsed().as_secs_f64()
@@ -170,7 +179,11 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         }
         Claim::Steal => runner.steal_loop(board),
     }
-    let finish = t0.elapsed().as_secs_f64();
+    let finish = if clocks {
+        t0.elapsed().as_secs_f64()
+    } else {
+        0.0
+    };
     if let (Some((tracer, label)), Some(events)) = (tracer, &runner.events) {
         tracer.write_loop(label, me, events);
     }

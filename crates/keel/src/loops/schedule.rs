@@ -10,6 +10,8 @@ use keel_policy::dls::AUTO4OMP_PORTFOLIO;
 use keel_policy::select::{self, AutoSpec, Method, Setting};
 use keel_policy::PolicyError;
 
+use super::state::{Parsed, ParsedSchedule};
+
 /// A validated loop schedule: `static`, `dynamic,4`, `guided`, `awf-b`,
 /// `binlpt:chunks=80`, `auto`, `auto,expert`, `auto:method=random,seed=3`, …
 /// (the syntax of `KEEL_SCHEDULE`, parsed by the same
@@ -24,13 +26,32 @@ use keel_policy::PolicyError;
 ///
 /// Cheap to clone and reusable across loops; each loop still keeps its
 /// own state (an `auto` loop its own selection).
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Schedule {
     /// The text as written: the loop resolves exactly this, as it would
     /// the same text in `KEEL_SCHEDULE`.
     text: Arc<str>,
     /// The normalised spec that `Display` prints.
     normal: Arc<str>,
+    /// A fixed schedule, parsed once here, so that an instance of a loop
+    /// under it neither parses nor looks up the loop's state to find it;
+    /// `None` for `auto`, whose choice is the loop's own.
+    fixed: Option<Parsed>,
+}
+
+/// Equal texts are equal schedules: the parsed form follows from the text.
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Schedule {}
+
+impl std::hash::Hash for Schedule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
+    }
 }
 
 impl Schedule {
@@ -42,6 +63,11 @@ impl Schedule {
     pub(crate) fn text(&self) -> &str {
         &self.text
     }
+
+    /// The parsed schedule when it is a fixed one.
+    pub(crate) fn fixed(&self) -> Option<&Parsed> {
+        self.fixed.as_ref()
+    }
 }
 
 impl FromStr for Schedule {
@@ -52,13 +78,17 @@ impl FromStr for Schedule {
             spec: text.to_string(),
             error,
         })?;
-        let normal = match setting {
-            Setting::Fixed { schedule, .. } => schedule.spec().to_string(),
-            Setting::Auto(spec) => auto_spec(&spec, text.contains("expert-chunk")),
+        let (normal, fixed) = match setting {
+            Setting::Fixed { schedule, chunk } => {
+                let parsed = ParsedSchedule::new(schedule, chunk);
+                (parsed.canonical.clone(), Some(parsed))
+            }
+            Setting::Auto(spec) => (auto_spec(&spec, text.contains("expert-chunk")), None),
         };
         Ok(Schedule {
             text: text.into(),
             normal: normal.into(),
+            fixed,
         })
     }
 }
