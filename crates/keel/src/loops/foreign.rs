@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
+use keel_policy::ContextHandler;
 
-use super::instance::{self, LoopSpec, Prepared};
+use super::instance::{self, History, LoopSpec, Prepared};
 use super::{claim, ready_slots, Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
 use crate::trace::LoopLabel;
 
@@ -68,6 +69,7 @@ pub struct Workshare<'a> {
 /// What the first participant prepared.
 struct Ready {
     prepared: Prepared,
+    history: History,
     label: Option<LoopLabel>,
     t0: Instant,
 }
@@ -132,15 +134,18 @@ impl<'a> Workshare<'a> {
             error,
         };
         let spec = self.spec();
-        let prepared = instance::prepare(&spec).map_err(schedule_error)?;
+        let mut history = History::new();
+        let prepared = instance::prepare(&spec, &mut history).map_err(schedule_error)?;
         {
-            let ctx = prepared.context(&spec);
+            let mut ctx = ContextHandler::new();
+            prepared.provide(&mut ctx, &spec, &history);
             let plan = prepared.plan(&ctx).map_err(schedule_error)?;
             ready_slots(&plan, &self.slots);
         }
         let label = prepared.label(&self.id);
         Ok(Ready {
             prepared,
+            history,
             label,
             t0: Instant::now(),
         })
@@ -169,11 +174,15 @@ impl<'a> Workshare<'a> {
             .as_ref()
             .map_err(Clone::clone)?;
         let spec = self.spec();
-        let ctx = ready.prepared.context(&spec);
-        let plan = ready.prepared.plan(&ctx).map_err(|error| LoopError::Schedule {
-            source_name: "schedule",
-            error,
-        })?;
+        let mut ctx = ContextHandler::new();
+        ready.prepared.provide(&mut ctx, &spec, &ready.history);
+        let plan = ready
+            .prepared
+            .plan(&ctx)
+            .map_err(|error| LoopError::Schedule {
+                source_name: "schedule",
+                error,
+            })?;
         let instance = claim::Instance {
             plan,
             n: self.iterations,

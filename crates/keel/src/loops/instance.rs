@@ -63,7 +63,8 @@ pub(crate) struct Prepared {
     pub(crate) parsed: Parsed,
     pub(crate) shape: LoopShape,
     profile: Option<[f64; 2]>,
-    history: SmallVec<[f64; 32]>,
+    /// Whether AWF's history was copied into the caller's buffer.
+    history: bool,
     assignment: Option<SharedAssignment>,
     pub(crate) selected: Option<Selected>,
     /// The loop's state, when this instance is recorded.
@@ -72,9 +73,13 @@ pub(crate) struct Prepared {
     pub(crate) profiled: bool,
 }
 
+/// AWF's history as the plan reads it: on the caller's stack, beside the
+/// [`Prepared`] instance, so that preparing moves no more than a few words.
+pub(crate) type History = SmallVec<[f64; 32]>;
+
 /// Resolves the schedule of an instance of `spec` and gathers what its
-/// plan reads; no iteration runs here.
-pub(crate) fn prepare(spec: &LoopSpec<'_>) -> Result<Prepared, PolicyError> {
+/// plan reads (AWF's history into `history`); no iteration runs here.
+pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prepared, PolicyError> {
     if let Some(parsed) = spec.fixed {
         if !parsed.reads_state && !spec.record && !recording_all() {
             let chunk = spec.chunk.or(parsed.chunk);
@@ -82,7 +87,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>) -> Result<Prepared, PolicyError> {
                 parsed: Arc::clone(parsed),
                 shape: LoopShape::new(spec.iterations, spec.threads, chunk)?,
                 profile: None,
-                history: SmallVec::new(),
+                history: false,
                 assignment: None,
                 selected: None,
                 state: None,
@@ -100,8 +105,9 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>) -> Result<Prepared, PolicyError> {
             .iter()
             .any(|r| r.concept == concept)
     };
-    let mut history = SmallVec::new();
-    if reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads {
+    history.clear();
+    let copied = reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads;
+    if copied {
         history.extend_from_slice(&st.record.history);
     }
     let profiled = reads(Concept::IterationProfile);
@@ -124,7 +130,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>) -> Result<Prepared, PolicyError> {
         parsed,
         shape,
         profile,
-        history,
+        history: copied,
         assignment,
         selected,
         state: Some(loop_state),
@@ -141,13 +147,20 @@ impl Prepared {
 
     /// The context handler the plan reads: what the loop measured before as
     /// runtime components, the user's weights and hints as user components.
-    pub(crate) fn context<'a>(&'a self, spec: &LoopSpec<'a>) -> ContextHandler<'a> {
-        let mut ctx = ContextHandler::new();
+    ///
+    /// It fills the caller's handler: the handler's inline storage is too
+    /// large to return by value on every instance.
+    pub(crate) fn provide<'a>(
+        &'a self,
+        ctx: &mut ContextHandler<'a>,
+        spec: &LoopSpec<'a>,
+        history: &'a History,
+    ) {
         if let Some(values) = &self.profile {
             ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
         }
-        if !self.history.is_empty() {
-            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &self.history[..]);
+        if self.history {
+            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
         }
         if let Some(weights) = spec.weights {
             ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
@@ -158,7 +171,6 @@ impl Prepared {
         if let Some(assignment) = &self.assignment {
             ctx.provide_assignment(Origin::Runtime, assignment);
         }
-        ctx
     }
 
     /// The plan: a pure function of the prepared inputs, so participants
@@ -198,10 +210,7 @@ impl Prepared {
                 id: id.clone(),
                 threads: slots.len(),
                 iterations,
-                chunks: slots
-                    .iter()
-                    .map(|s| s.chunks.load(Ordering::Relaxed))
-                    .sum(),
+                chunks: slots.iter().map(|s| s.chunks.load(Ordering::Relaxed)).sum(),
                 t_par,
                 lib_percent: f64::NAN,
             };

@@ -48,7 +48,7 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 use keel_policy::concept::{Concept, Model, Subject};
 use keel_policy::dls::{self, ThreadTiming, TimingBoard};
-use keel_policy::PolicyError;
+use keel_policy::{ContextHandler, PolicyError};
 
 use instance::LoopSpec;
 use keel_policy::select::{self, Setting};
@@ -264,7 +264,14 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             Mode::Strict => env_schedule(),
             Mode::Lenient => env_schedule_or_auto(),
         };
-        let result = self.run_on(pool, iterations, text, env_fixed(text), "KEEL_SCHEDULE", body);
+        let result = self.run_on(
+            pool,
+            iterations,
+            text,
+            env_fixed(text),
+            "KEEL_SCHEDULE",
+            body,
+        );
         match result {
             // A schedule from the environment that cannot plan this loop
             // (a workload-aware one without hints, say): no iteration has
@@ -304,8 +311,10 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             hints: self.workload,
             record: self.recorded,
         };
-        let prepared = instance::prepare(&spec).map_err(schedule_error)?;
-        let ctx = prepared.context(&spec);
+        let mut history = instance::History::new();
+        let prepared = instance::prepare(&spec, &mut history).map_err(schedule_error)?;
+        let mut ctx = ContextHandler::new();
+        prepared.provide(&mut ctx, &spec, &history);
         let plan = prepared.plan(&ctx).map_err(schedule_error)?;
 
         let nested;

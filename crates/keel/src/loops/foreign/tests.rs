@@ -20,7 +20,8 @@ fn drive(
         }
     };
     let schedule = spec.parse().unwrap();
-    let work = Workshare::new(LoopId::named(id.to_string()), &schedule, n, threads, &body).recorded();
+    let work =
+        Workshare::new(LoopId::named(id.to_string()), &schedule, n, threads, &body).recorded();
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|me| {
@@ -46,11 +47,8 @@ fn foreign_threads_run_every_iteration_once_and_the_last_records() {
         for instance in 1..=2u64 {
             let (counts, results) = drive(spec, &id, 1000, 4);
             assert!(counts.iter().all(|&c| c == 1), "{spec}: {counts:?}");
-            let summaries: Vec<LoopSummary> = results
-                .into_iter()
-                .map(|r| r.unwrap())
-                .flatten()
-                .collect();
+            let summaries: Vec<LoopSummary> =
+                results.into_iter().map(|r| r.unwrap()).flatten().collect();
             assert_eq!(summaries.len(), 1, "{spec}: one participant finishes");
             assert_eq!(summaries[0].iterations, 1000);
             assert_eq!(summaries[0].threads, 4);
@@ -87,8 +85,14 @@ fn a_schedule_that_cannot_plan_is_an_error_for_every_participant() {
     let body = |_: usize, _: u64, _: u64| panic!("nothing runs");
     let schedule = "binlpt".parse().unwrap();
     let work = Workshare::new(LoopId::named("foreign/no-hints"), &schedule, 10, 2, &body);
-    assert!(matches!(work.participate(0), Err(LoopError::Schedule { .. })));
-    assert!(matches!(work.participate(1), Err(LoopError::Schedule { .. })));
+    assert!(matches!(
+        work.participate(0),
+        Err(LoopError::Schedule { .. })
+    ));
+    assert!(matches!(
+        work.participate(1),
+        Err(LoopError::Schedule { .. })
+    ));
     let schedule = "static".parse().unwrap();
     let empty_team = Workshare::new(LoopId::named("foreign/none"), &schedule, 10, 0, &body);
     assert!(empty_team.participate(0).is_err());
