@@ -48,7 +48,7 @@ fn foreign_threads_run_every_iteration_once_and_the_last_records() {
             let (counts, results) = drive(spec, &id, 1000, 4);
             assert!(counts.iter().all(|&c| c == 1), "{spec}: {counts:?}");
             let summaries: Vec<LoopSummary> =
-                results.into_iter().map(|r| r.unwrap()).flatten().collect();
+                results.into_iter().filter_map(|r| r.unwrap()).collect();
             assert_eq!(summaries.len(), 1, "{spec}: one participant finishes");
             assert_eq!(summaries[0].iterations, 1000);
             assert_eq!(summaries[0].threads, 4);
