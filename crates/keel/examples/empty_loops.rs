@@ -10,7 +10,9 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/empty_loops 11000
 //! ```
 //!
-//! An optional second argument names the schedule (`static` by default).
+//! An optional second argument names the schedule (`static` by default);
+//! a third, `recorded`, records every instance (`ParallelLoop::recorded`),
+//! to count what recording costs.
 
 use std::hint::black_box;
 
@@ -20,6 +22,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let schedule: Schedule = args.next().as_deref().unwrap_or("static").parse()?;
+    let recorded = match args.next().as_deref() {
+        None => false,
+        Some("recorded") => true,
+        Some(other) => {
+            return Err(format!("unknown argument {other:?}; expected `recorded`").into())
+        }
+    };
     let pool = ThreadPool::builder()
         .threads(1)
         .wait_policy(WaitPolicy::Passive)
@@ -27,10 +36,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let mut chunks = 0;
     for _ in 0..n {
-        chunks += pool
+        let mut lp = pool
             .parallel(0..1u64)
             .schedule(schedule.clone())
-            .id("empty")
+            .id("empty");
+        if recorded {
+            lp = lp.recorded();
+        }
+        chunks += lp
             .try_for_each(|i| {
                 black_box(i);
             })?

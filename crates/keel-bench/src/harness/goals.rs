@@ -164,3 +164,34 @@ fn zip(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Option<Summary> {
     let v: Vec<f64> = a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
     Summary::of(&v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_pairs_follow_the_plans_timing() {
+        for timed in ["af", "maf", "awf-b", "awf-e", "fac"] {
+            assert_eq!(clock_pairs_per_chunk(timed, 2048, 2), Some(1), "{timed}");
+        }
+        for untimed in ["static", "dynamic", "guided", "fac2", "static-steal"] {
+            assert_eq!(
+                clock_pairs_per_chunk(untimed, 2048, 2),
+                Some(0),
+                "{untimed}"
+            );
+        }
+        assert_eq!(clock_pairs_per_chunk("auto", 2048, 2), None);
+        assert_eq!(clock_pairs_per_chunk("bogus", 2048, 2), None);
+    }
+
+    #[test]
+    fn figures_pair_rounds_and_drop_meaningless_ratios() {
+        let s = zip(&[2.0, 3.0, 4.0], &[1.0, 0.0, -1.0], ratio).unwrap();
+        assert_eq!((s.median, s.n), (2.0, 1));
+        assert!(zip(&[1.0], &[1.0, 2.0], ratio).is_none());
+        let row = GoalRow::at_most("x", zip(&[1.0, 3.0], &[0.0, 0.0], |a, b| a - b), 2.0);
+        assert_eq!(row.met, Some(true));
+        assert_eq!(GoalRow::at_most("y", None, 1.0).met, None);
+    }
+}
