@@ -21,8 +21,8 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (or per sub-chunk); and, in recorded instances only, twice per
-//! participant for its start and finish.
+//! (or per sub-chunk); and, in recorded instances only, at the fork and
+//! the join and at each participant's start and finish.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,17 +66,14 @@ pub(crate) struct Instance<'a, 'p> {
     /// The body: `(participant, from, to)`.
     pub(crate) body: &'a (dyn Fn(usize, u64, u64) + Sync),
     pub(crate) board: Board<'a>,
-    /// The fork, from which start and finish times are measured.
-    pub(crate) t0: Instant,
+    /// The fork, from which start and finish times are measured; `None`
+    /// when the instance is not recorded: its participants then read no
+    /// clock at their start and finish.
+    pub(crate) t0: Option<Instant>,
     /// How the trace names this instance's chunks; `None` when off.
     pub(crate) trace: Option<&'a LoopLabel>,
     /// Time every chunk for the iteration profile (the schedule reads one).
     pub(crate) profile: bool,
-    /// Read the clock at each participant's start and finish: only for
-    /// instances that are recorded (their finish times give LIB, `auto`'s
-    /// measurement and AWF's history); two clock reads per participant
-    /// saved on every other instance.
-    pub(crate) clocks: bool,
     pub(crate) shared: &'a Shared,
 }
 
@@ -94,16 +91,14 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         t0,
         trace: label,
         profile,
-        clocks,
         body,
     } = *instance;
     let slot = &board.slots[me];
     // The caller (participant 0) starts at the fork itself, a few
     // instructions after `t0`: one clock read saved on every instance.
-    let start = if me == 0 || !clocks {
-        0.0
-    } else {
-        t0.elapsed().as_secs_f64()
+    let start = match t0 {
+        Some(t0) if me != 0 => t0.elapsed().as_secs_f64(),
+        _ => 0.0,
     };
     let tracer = label.and_then(|label| Some((trace::tracer()?, label)));
     let mut runner = Runner {
@@ -179,11 +174,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         }
         Claim::Steal => runner.steal_loop(board),
     }
-    let finish = if clocks {
-        t0.elapsed().as_secs_f64()
-    } else {
-        0.0
-    };
+    let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
     if let (Some((tracer, label)), Some(events)) = (tracer, &runner.events) {
         tracer.write_loop(label, me, events);
     }

@@ -71,7 +71,8 @@ struct Ready {
     prepared: Prepared,
     history: History,
     label: Option<LoopLabel>,
-    t0: Instant,
+    /// The first arrival, when the instance is recorded.
+    t0: Option<Instant>,
 }
 
 impl<'a> Workshare<'a> {
@@ -127,7 +128,7 @@ impl<'a> Workshare<'a> {
     }
 
     /// The first participant's work: prepare, check that the schedule can
-    /// plan this loop, ready the slots, start the clock.
+    /// plan this loop, ready the slots, start the clock if recorded.
     fn prepare(&self) -> Result<Ready, LoopError> {
         let schedule_error = |error| LoopError::Schedule {
             source_name: "schedule",
@@ -143,11 +144,12 @@ impl<'a> Workshare<'a> {
             ready_slots(&plan, &self.slots);
         }
         let label = prepared.label(&self.id);
+        let t0 = prepared.recorded().then(Instant::now);
         Ok(Ready {
             prepared,
             history,
             label,
-            t0: Instant::now(),
+            t0,
         })
     }
 
@@ -191,7 +193,6 @@ impl<'a> Workshare<'a> {
             t0: ready.t0,
             trace: ready.label.as_ref(),
             profile: ready.prepared.profiled,
-            clocks: ready.prepared.recorded(),
             shared: &self.shared,
         };
         claim::participate(me, &instance);
@@ -199,7 +200,7 @@ impl<'a> Workshare<'a> {
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return Ok(None);
         }
-        let t_par = ready.t0.elapsed().as_secs_f64();
+        let t_par = ready.t0.map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
         Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
     }
 }

@@ -14,8 +14,8 @@
 //! history) or caches an iteration assignment, or when recording was asked
 //! for ([`ParallelLoop::recorded`](super::ParallelLoop::recorded),
 //! [`record_all`], `KEEL_LOOP_RECORD=all`). Every other instance of a fixed
-//! schedule costs its plan, its claims and the caller's two clock reads
-//! for T_par.
+//! schedule costs its plan and its claims, and reads no clock (its
+//! summary's T_par and LIB are NaN).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -122,11 +122,12 @@ pub struct LoopSummary {
     pub iterations: u64,
     /// Chunks executed.
     pub chunks: u64,
-    /// T_par in seconds.
+    /// T_par in seconds, from the fork to the join; NaN when the instance
+    /// was not recorded (it read no clock: see [`LoopRecord`] and
+    /// [`ParallelLoop::recorded`]).
     pub t_par: f64,
     /// LIB in percent over the participants' finish times; NaN when the
-    /// instance was not recorded (its participants read no clock: see
-    /// [`LoopRecord`] and [`ParallelLoop::recorded`]).
+    /// instance was not recorded.
     pub lib_percent: f64,
 }
 
@@ -332,14 +333,15 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             n: iterations,
             shared: &shared,
             board: Board { slots },
-            t0: Instant::now(),
+            t0: prepared.recorded().then(Instant::now),
             trace: label.as_ref(),
             profile: prepared.profiled,
-            clocks: prepared.recorded(),
             body,
         };
         pool.region(|team| claim::participate(team.index, &instance));
-        let t_par = instance.t0.elapsed().as_secs_f64();
+        let t_par = instance
+            .t0
+            .map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
         Ok(prepared.finish(&self.id, slots, t_par))
     }
 }

@@ -4,7 +4,7 @@
 //! and adaptive schedules read them, and users can query them.
 //!
 //! Only *recorded* instances are kept, since recording costs a lock, a
-//! registry lookup and two clock reads per participant: every instance
+//! registry lookup, two clock reads per participant and two on the caller: every instance
 //! under `auto`, of a schedule that reads a record (`fsc`, `fac`, `tap`,
 //! `bold`, `awf`) or caches an assignment (`binlpt`, `greedy`), and every
 //! instance of a loop built with
@@ -12,8 +12,8 @@
 //! loop after [`record_all(true)`](super::record_all) or under
 //! `KEEL_LOOP_RECORD=all`. Other instances leave the record as it was
 //! (a loop that never had a recorded instance has none); their
-//! [`LoopSummary`](super::LoopSummary) still gives T_par, chunks and
-//! iterations.
+//! [`LoopSummary`](super::LoopSummary) still gives chunks and iterations
+//! (T_par and LIB as NaN: no clock was read).
 
 use std::borrow::Cow;
 use std::fmt;
