@@ -10,8 +10,10 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/empty_loops 11000
 //! ```
 //!
-//! An optional second argument names the schedule (`static` by default);
-//! a third, `recorded`, records every instance (`ParallelLoop::recorded`),
+//! Optional arguments: the schedule (`static` by default), `--iterations K`
+//! (iterations per loop, 1 by default: with more, the difference between
+//! two schedules' counts per extra chunk is a chunk's marginal cost), and
+//! `--recorded`, which records every instance (`ParallelLoop::recorded`),
 //! to count what recording costs.
 
 use std::hint::black_box;
@@ -21,14 +23,18 @@ use keel::{Schedule, ThreadPool, WaitPolicy};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(Ok(10_000), |a| a.parse())?;
-    let schedule: Schedule = args.next().as_deref().unwrap_or("static").parse()?;
-    let recorded = match args.next().as_deref() {
-        None => false,
-        Some("recorded") => true,
-        Some(other) => {
-            return Err(format!("unknown argument {other:?}; expected `recorded`").into())
+    let mut schedule: Schedule = "static".parse()?;
+    let mut iterations = 1u64;
+    let mut recorded = false;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--recorded" => recorded = true,
+            "--iterations" => {
+                iterations = args.next().ok_or("--iterations needs a count")?.parse()?;
+            }
+            spec => schedule = spec.parse()?,
         }
-    };
+    }
     let pool = ThreadPool::builder()
         .threads(1)
         .wait_policy(WaitPolicy::Passive)
@@ -37,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut chunks = 0;
     for _ in 0..n {
         let mut lp = pool
-            .parallel(0..1u64)
+            .parallel(0..iterations)
             .schedule(schedule.clone())
             .id("empty");
         if recorded {
