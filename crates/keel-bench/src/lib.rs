@@ -16,13 +16,21 @@
 //!   rayon (called inside its pool, and from outside it);
 //! - **(c) Keel's schedules** — adaptive ones included — per-chunk overhead
 //!   against `ss` on the same loop;
-//! - **(d) the cost of one `Instant::now()`**, which adaptive schedules pay
-//!   per chunk.
+//! - **(d) the cost of one `Instant::now()`**, and of the pair (`now()`,
+//!   `elapsed()`) that a timed chunk reads;
+//! - **(e) the loop runtime's cost goals**, each figure computed per round
+//!   from that round's samples and summarised over rounds: the empty
+//!   `static` loop against libgomp's `parallel for` (≤ 0.5×) and against
+//!   Keel's own empty region (≤ 150 ns more), `dynamic,1` and `dynamic,8`
+//!   per-chunk overhead against libgomp's at the shortest delay (≤ 1.1×),
+//!   and each adaptive schedule's marginal cost per chunk against `ss`'s
+//!   plus the clock pairs it reads per chunk (≤ 1.1×).
 //!
 //! Both runtimes wait actively (Keel `WaitPolicy::Active`, libgomp
 //! `OMP_WAIT_POLICY=active`), on 2 threads; rounds interleave the runtimes
 //! and only the one being measured has live workers (see [`harness`]).
-//! Numbers are medians and ranges over rounds; ratios are of medians.
+//! Numbers are medians and ranges over rounds; the ratios of (a)–(c) are
+//! of medians, those of (e) medians of per-round ratios.
 //! Nothing here asserts a timing: speed goals are read off the tables.
 
 pub mod delay;

@@ -41,6 +41,11 @@ pub struct Report {
     pub adaptive: Vec<AdaptiveRow>,
     /// (d) One `Instant::now()`, ns.
     pub instant_now_ns: Option<Summary>,
+    /// (d) One `Instant::now()` and `elapsed()` pair (what a timed chunk
+    /// reads), ns.
+    pub clock_pair_ns: Option<Summary>,
+    /// (e) The loop runtime's cost goals, round by round.
+    pub goals: Vec<GoalRow>,
     /// CPUs' worth of time other processes used during each recorded round
     /// (0 on a quiet machine; empty where `/proc` is unreadable).
     pub other_load_cpus: Vec<f64>,
@@ -140,6 +145,32 @@ pub struct AdaptiveRow {
     pub marginal_per_chunk_ns: Option<f64>,
     /// That marginal cost over `ss`'s.
     pub marginal_over_ss: Option<f64>,
+}
+
+/// One cost goal: a figure computed in every round from that round's
+/// samples, its median over rounds, and the bound it is held to.
+#[derive(Clone, Debug, Serialize)]
+pub struct GoalRow {
+    /// What is compared.
+    pub what: String,
+    /// The figure over rounds (median, range).
+    pub value: Option<Summary>,
+    /// The largest median that meets the goal.
+    pub at_most: f64,
+    /// Whether the median meets it (`None`: no figure).
+    pub met: Option<bool>,
+}
+
+impl GoalRow {
+    /// A goal met when `value`'s median is at most `bound`.
+    pub fn at_most(what: &str, value: Option<Summary>, bound: f64) -> GoalRow {
+        GoalRow {
+            what: what.to_string(),
+            value,
+            at_most: bound,
+            met: value.map(|v| v.median <= bound),
+        }
+    }
 }
 
 /// Other processes' CPU use above which a round counts as disturbed.
@@ -420,9 +451,32 @@ impl Report {
         writeln!(out)?;
         writeln!(
             out,
-            "(d) One Instant::now(): {} ns",
-            summary(self.instant_now_ns)
+            "(d) One Instant::now(): {} ns; one Instant::now() + elapsed() pair: {} ns",
+            summary(self.instant_now_ns),
+            summary(self.clock_pair_ns)
         )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "(e) Goals: each figure computed per round from that round's samples; median [min – max] over rounds:"
+        )?;
+        let rows: Vec<Vec<String>> = self
+            .goals
+            .iter()
+            .map(|g| {
+                vec![
+                    g.what.clone(),
+                    summary(g.value),
+                    format!("≤ {}", num(g.at_most)),
+                    match g.met {
+                        Some(true) => "met".into(),
+                        Some(false) => "NOT MET".into(),
+                        None => "–".into(),
+                    },
+                ]
+            })
+            .collect();
+        table(out, &["goal", "figure", "bound", ""], &rows)?;
         writeln!(out)?;
         for line in &self.isolation {
             writeln!(out, "isolation: {line}")?;

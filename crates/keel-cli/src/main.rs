@@ -32,6 +32,10 @@ use crate::error::{CliError, USAGE};
 fn main() -> ExitCode {
     // Completes a KEEL_TRACE file when main returns.
     let _trace = keel::trace::FinishGuard::new();
+    // Every command measures: its tables, calibrations and validations
+    // read each loop's T_par, LIB and record, which Keel keeps for every
+    // schedule only when asked.
+    keel::loops::record_all(true);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

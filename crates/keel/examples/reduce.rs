@@ -27,6 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let filled = pool
         .parallel(0..x.len())
         .schedule("guided".parse()?)
+        // Measured: T_par, below, is kept only for recorded instances.
+        .recorded()
         .for_each_chunk_mut(&mut x, |start, chunk| {
             for (k, v) in chunk.iter_mut().enumerate() {
                 *v = ((start + k) as f64).sin();
@@ -53,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (largest, summary) = pool
         .parallel(0..N)
         .schedule("fac2".parse()?)
+        .recorded()
         .try_fold_reduce(
             || (f64::NEG_INFINITY, 0usize),
             |best, i| if x[i] > best.0 { (x[i], i) } else { best },

@@ -243,6 +243,63 @@ fn each_call_site_keeps_its_own_record() {
 }
 
 #[test]
+fn fixed_schedules_are_recorded_only_when_asked() {
+    let pool = pool(2);
+    for spec in ["static", "dynamic,2", "guided", "af"] {
+        let schedule: keel::Schedule = spec.parse().unwrap();
+        let lean_id = format!("lean/{spec}");
+        let lean = pool
+            .parallel(0..50u32)
+            .schedule(schedule.clone())
+            .id(lean_id.clone())
+            .for_each(|_| {});
+        // Nothing needed the record: no clock read, no record kept; the
+        // summary still counts.
+        assert_eq!(record(LoopId::named(lean_id)), None, "{spec}");
+        assert!(lean.lib_percent.is_nan() && lean.t_par.is_nan(), "{spec}");
+        assert!(lean.chunks >= 1, "{spec}: {lean:?}");
+        assert_eq!(lean.iterations, 50);
+
+        let kept_id = format!("kept/{spec}");
+        for _ in 0..2 {
+            let kept = pool
+                .parallel(0..50u32)
+                .schedule(schedule.clone())
+                .id(kept_id.clone())
+                .recorded()
+                .for_each(|_| {});
+            assert!(kept.lib_percent.is_finite() && kept.t_par > 0.0, "{spec}");
+        }
+        let rec = record(LoopId::named(kept_id)).unwrap();
+        assert_eq!(rec.instances, 2, "{spec}");
+        assert_eq!(rec.last.schedule, schedule.to_string());
+        assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 50);
+        assert_eq!(rec.last.finish.len(), 2);
+        assert!(rec.last.finish.iter().all(|&f| f > 0.0), "{spec}: {rec:?}");
+        assert!(rec.last.t_par >= rec.last.finish[1], "{spec}");
+    }
+}
+
+#[test]
+fn schedules_that_read_records_are_always_recorded() {
+    let pool = pool(2);
+    // `awf` reads its history, `fac` the iteration profile (both kept in
+    // the record between instances), `auto` its measured finish times.
+    for spec in ["awf", "fac", "auto"] {
+        let id = format!("needs/{spec}");
+        for _ in 0..3 {
+            pool.parallel(0..64u32)
+                .schedule(spec.parse().unwrap())
+                .id(id.clone())
+                .for_each(|_| {});
+        }
+        let rec = record(LoopId::named(id)).unwrap_or_else(|| panic!("{spec}"));
+        assert_eq!(rec.instances, 3, "{spec}");
+        assert_eq!(rec.last.finish.len(), 2, "{spec}");
+    }
+}
+
+#[test]
 fn names_with_equal_text_are_one_loop() {
     let pool = pool(2);
     for n in [10u32, 20] {
@@ -300,7 +357,8 @@ fn iterations_of_slowed_worker(pool: &ThreadPool, schedule: &str, id: &'static s
         let mut lp = pool
             .parallel(0..n)
             .schedule(schedule.parse().unwrap())
-            .id(id);
+            .id(id)
+            .recorded();
         if schedule == "wf" {
             // The user knows worker 1 is slow (LB4OMP's KMP_WEIGHTS).
             lp = lp.weights(vec![1.0, 0.25]);

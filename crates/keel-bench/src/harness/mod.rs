@@ -41,6 +41,7 @@ use crate::load::CpuSnapshot;
 use crate::report::Report;
 use crate::sched::Sched;
 
+mod goals;
 mod gomp_block;
 mod keel_block;
 mod rayon_block;
@@ -207,7 +208,7 @@ impl Latency {
 
 /// One sample: seconds and chunks per loop.
 #[derive(Clone, Copy, Debug)]
-struct Sample {
+pub(super) struct Sample {
     seconds: f64,
     chunks: f64,
 }
@@ -248,6 +249,9 @@ struct Harness<'c> {
     latency: Vec<Series>,
     latency_reps: Vec<u64>,
     clock: Vec<f64>,
+    /// Seconds of one `Instant::now()` and `elapsed()` pair, what a timed
+    /// chunk reads, per recorded round.
+    clock_pair: Vec<f64>,
     isolation: Vec<String>,
     /// CPUs other processes used during each recorded round, and steal.
     load: Vec<(f64, f64)>,
@@ -364,6 +368,7 @@ impl<'c> Harness<'c> {
             latency: (0..Latency::ALL.len()).map(|_| Series::default()).collect(),
             latency_reps: vec![0; Latency::ALL.len()],
             clock: Vec::new(),
+            clock_pair: Vec::new(),
             isolation: Vec::new(),
             load: Vec::new(),
         })
@@ -421,6 +426,12 @@ impl<'c> Harness<'c> {
             black_box(Instant::now());
         }
         let per_call = t.elapsed().as_secs_f64() / calls as f64;
+        let t = Instant::now();
+        for _ in 0..calls {
+            let began = Instant::now();
+            black_box(began.elapsed());
+        }
+        let per_pair = t.elapsed().as_secs_f64() / calls as f64;
         let ipt = self.config.iters_per_thread;
         for (i, &(d, len)) in self.delays.iter().enumerate() {
             let reps = self.reps_for(d);
@@ -437,6 +448,7 @@ impl<'c> Harness<'c> {
         }
         if record.is_some() {
             self.clock.push(per_call);
+            self.clock_pair.push(per_pair);
         }
     }
 }

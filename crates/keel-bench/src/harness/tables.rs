@@ -164,6 +164,8 @@ impl Harness<'_> {
             latency_ratios,
             adaptive,
             instant_now_ns: Summary::of(&self.clock).map(|s| s.scaled(1e9)),
+            clock_pair_ns: Summary::of(&self.clock_pair).map(|s| s.scaled(1e9)),
+            goals: self.goals(),
             other_load_cpus: self.load.iter().map(|l| l.0).collect(),
             steal_cpus: self.load.iter().map(|l| l.1).collect(),
             isolation: self.isolation.clone(),

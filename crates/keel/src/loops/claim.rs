@@ -21,8 +21,9 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (AF and mAF claim each sub-chunk as a chunk of its own), plus twice per
-//! participant for its start and finish.
+//! (AF and mAF claim each sub-chunk as a chunk of its own); and, in
+//! recorded instances only, at the fork and the join and at each
+//! participant's start and finish.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,11 +52,13 @@ impl Shared {
     }
 }
 
-/// What every participant of one loop instance shares. It lives on the
-/// caller's stack and every worker reads it right after the fork, one cache
-/// miss per line: the plan is held by value and the fields every claim reads
-/// come first, so that they share the first line(s); the shared counters,
-/// which only dynamic claims touch, come last on lines of their own.
+/// What a participant of one loop instance reads. Under Keel's pool it
+/// lives on the caller's stack and every worker reads it right after the
+/// fork, one cache miss per line: the plan is held by value and the fields
+/// every claim reads come first, so that they share the first line(s); the
+/// shared counters, which only dynamic claims touch, sit on lines of their
+/// own behind a reference, so that threads Keel does not own can each hold
+/// their own `Instance` (with equal plans) over one set of counters.
 #[repr(C)]
 pub(crate) struct Instance<'a, 'p> {
     pub(crate) plan: Plan<'p>,
@@ -64,13 +67,15 @@ pub(crate) struct Instance<'a, 'p> {
     /// The body: `(participant, from, to)`.
     pub(crate) body: &'a (dyn Fn(usize, u64, u64) + Sync),
     pub(crate) board: Board<'a>,
-    /// The fork, from which start and finish times are measured.
-    pub(crate) t0: Instant,
+    /// The fork, from which start and finish times are measured; `None`
+    /// when the instance is not recorded: its participants then read no
+    /// clock at their start and finish.
+    pub(crate) t0: Option<Instant>,
     /// How the trace names this instance's chunks; `None` when off.
     pub(crate) trace: Option<&'a LoopLabel>,
     /// Time every chunk for the iteration profile (the schedule reads one).
     pub(crate) profile: bool,
-    pub(crate) shared: Shared,
+    pub(crate) shared: &'a Shared,
 }
 
 /// One participant's chunk times for the iteration profile (the estimator
@@ -82,7 +87,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     let Instance {
         ref plan,
         n,
-        ref shared,
+        shared,
         ref board,
         t0,
         trace: label,
@@ -92,10 +97,9 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     let slot = &board.slots[me];
     // The caller (participant 0) starts at the fork itself, a few
     // instructions after `t0`: one clock read saved on every instance.
-    let start = if me == 0 {
-        0.0
-    } else {
-        t0.elapsed().as_secs_f64()
+    let start = match t0 {
+        Some(t0) if me != 0 => t0.elapsed().as_secs_f64(),
+        _ => 0.0,
     };
     let tracer = label.and_then(|label| Some((trace::tracer()?, label)));
     let mut runner = Runner {
@@ -172,7 +176,7 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
         }
         Claim::Steal => runner.steal_loop(board),
     }
-    let finish = t0.elapsed().as_secs_f64();
+    let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
     if let (Some((tracer, label)), Some(events)) = (tracer, &runner.events) {
         tracer.write_loop(label, me, events);
     }

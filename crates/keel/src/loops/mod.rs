@@ -32,7 +32,9 @@
 //! than the range) panics with the [`LoopError`]'s message.
 
 mod claim;
+mod foreign;
 mod index;
+mod instance;
 mod parallel;
 mod record;
 mod schedule;
@@ -40,24 +42,24 @@ mod state;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::concept::{Concept, Model, Origin, Subject};
-use keel_policy::dls::{
-    self, LoopSchedule, LoopShape, SharedAssignment, ThreadTiming, TimingBoard, WorkloadSchedule,
-};
+use keel_policy::concept::{Concept, Model, Subject};
+use keel_policy::dls::{self, ThreadTiming, TimingBoard};
 use keel_policy::{ContextHandler, PolicyError};
-use smallvec::SmallVec;
 
-use keel_policy::select::{self, Measurement, Setting};
-use state::{CachedAssignment, LoopState, Parsed, ParsedSchedule, Resolved, Selection};
+use instance::LoopSpec;
+use keel_policy::select::{self, Setting};
+use state::{Parsed, ParsedSchedule};
 
 use crate::pool::{self, PoolError, ThreadPool};
-use crate::{trace, warn};
+use crate::warn;
 
+pub use foreign::Workshare;
 pub use index::LoopIndex;
+pub use instance::record_all;
 pub use parallel::{
     for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, ParallelLoop,
 };
@@ -89,6 +91,15 @@ pub enum LoopError {
     /// The global pool could not be built.
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// A participant of a [`Workshare`] whose index is out of the team's
+    /// range or was given before.
+    #[error("participant {index} of a team of {threads}: out of range or already joined")]
+    Participant {
+        /// The index given.
+        index: usize,
+        /// The team's size.
+        threads: usize,
+    },
     /// A loop over a slice whose range reaches past the slice's end.
     #[error("loop range ends at {end}, past the end of a slice of {len} elements")]
     SliceTooShort {
@@ -111,9 +122,12 @@ pub struct LoopSummary {
     pub iterations: u64,
     /// Chunks executed.
     pub chunks: u64,
-    /// T_par in seconds.
+    /// T_par in seconds, from the fork to the join; NaN when the instance
+    /// was not recorded (it read no clock: see [`LoopRecord`] and
+    /// [`ParallelLoop::recorded`]).
     pub t_par: f64,
-    /// LIB in percent over the participants' finish times.
+    /// LIB in percent over the participants' finish times; NaN when the
+    /// instance was not recorded.
     pub lib_percent: f64,
 }
 
@@ -238,13 +252,27 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let iterations = I::span(&self.range)?;
         let pool = self.pool_for(mode)?;
         if let Some(schedule) = &self.schedule {
-            return self.run_on(pool, iterations, schedule.text(), "schedule", body);
+            return self.run_on(
+                pool,
+                iterations,
+                schedule.text(),
+                schedule.fixed(),
+                "schedule",
+                body,
+            );
         }
         let text = match mode {
             Mode::Strict => env_schedule(),
             Mode::Lenient => env_schedule_or_auto(),
         };
-        let result = self.run_on(pool, iterations, text, "KEEL_SCHEDULE", body);
+        let result = self.run_on(
+            pool,
+            iterations,
+            text,
+            env_fixed(text),
+            "KEEL_SCHEDULE",
+            body,
+        );
         match result {
             // A schedule from the environment that cannot plan this loop
             // (a workload-aware one without hints, say): no iteration has
@@ -253,7 +281,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 warn::once("KEEL_SCHEDULE", text, || {
                     format!("KEEL_SCHEDULE={text:?} cannot run every loop ({error}); using auto")
                 });
-                self.run_on(pool, iterations, "auto", "KEEL_SCHEDULE", body)
+                self.run_on(pool, iterations, "auto", None, "KEEL_SCHEDULE", body)
             }
             other => other,
         }
@@ -264,71 +292,31 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         pool: &ThreadPool,
         iterations: u64,
         text: &str,
+        fixed: Option<&Parsed>,
         source_name: &'static str,
         body: &(dyn Fn(usize, u64, u64) + Sync),
     ) -> Result<LoopSummary, LoopError> {
         let schedule_error = |error| LoopError::Schedule { source_name, error };
         let threads = pool.team_size_here();
-        let loop_state = state::state_of(&self.id);
-
-        // Before the fork: what this loop kept from its earlier instances,
-        // and, under `auto`, this instance's schedule.
-        let mut history: SmallVec<[f64; 32]> = SmallVec::new();
-        let (parsed, shape, profile, profiled, assignment, selected) = {
-            let mut st = state::lock(loop_state);
-            let (parsed, auto_chunk, selected) =
-                resolve(&mut st, &self.id, text, iterations, threads).map_err(schedule_error)?;
-            let reads = |concept| {
-                parsed
-                    .schedule
-                    .requirements()
-                    .iter()
-                    .any(|r| r.concept == concept)
-            };
-            if reads(Concept::ThreadHistory) && st.record.history.len() == 2 * threads {
-                history.extend_from_slice(&st.record.history);
-            }
-            let profiled = reads(Concept::IterationProfile);
-            let profile = if profiled {
-                st.record.profile.map(|(mean, sd)| [mean, sd])
-            } else {
-                None
-            };
-            // The loop's own chunk wins; under `auto` the expert chunk takes
-            // the chunk parameter's place (docs/conventions.md#the-chunk-parameter).
-            let chunk = self.chunk.or(auto_chunk).or(parsed.chunk);
-            let shape = LoopShape::new(iterations, threads, chunk).map_err(schedule_error)?;
-            let assignment = match parsed.schedule.as_workload() {
-                Some(workload) => Some(
-                    assignment_for(&mut st, workload, &parsed, &shape, self.workload)
-                        .map_err(schedule_error)?,
-                ),
-                None => None,
-            };
-            (parsed, shape, profile, profiled, assignment, selected)
+        let spec = LoopSpec {
+            id: &self.id,
+            text,
+            fixed,
+            iterations,
+            threads,
+            chunk: self.chunk,
+            weights: self
+                .weights
+                .as_deref()
+                .filter(|_| threads == pool.threads()),
+            hints: self.workload,
+            record: self.recorded,
         };
-
+        let mut history = instance::History::new();
+        let prepared = instance::prepare(&spec, &mut history).map_err(schedule_error)?;
         let mut ctx = ContextHandler::new();
-        if let Some(values) = &profile {
-            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
-        }
-        if !history.is_empty() {
-            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
-        }
-        if let Some(weights) = self
-            .weights
-            .as_deref()
-            .filter(|_| threads == pool.threads())
-        {
-            ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
-        }
-        if let Some(hints) = self.workload {
-            ctx.provide_values(HINTS, Origin::User, hints);
-        }
-        if let Some(assignment) = &assignment {
-            ctx.provide_assignment(Origin::Runtime, assignment);
-        }
-        let plan = parsed.schedule.plan(&shape, &ctx).map_err(schedule_error)?;
+        prepared.provide(&mut ctx, &spec, &history);
+        let plan = prepared.plan(&ctx).map_err(schedule_error)?;
 
         let nested;
         let slots: &[CachePadded<Slot>] = if threads == pool.threads() {
@@ -337,204 +325,47 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             nested = [CachePadded::new(Slot::default())];
             &nested
         };
-        // The caller touches the participants' slots only where the plan
-        // needs it: each write here moves a cache line to this core and back.
-        // The end-of-loop stats need no reset: every participant overwrites
-        // its own.
-        if plan.timing() != dls::Timing::None {
-            slots.iter().for_each(|slot| slot.clear_timing());
-        }
-        if plan.claim() == dls::Claim::Steal {
-            for (i, slot) in slots.iter().enumerate() {
-                *claim::lock(&slot.steal) = plan.home_range(i);
-            }
-        }
-        // The trace names each instance by its loop id and schedule, and
-        // under `auto` by the method's choice and why it made it.
-        let label = trace::tracer().map(|_| {
-            let schedule = match &selected {
-                Some(sel) => format!("{} → {} ({})", sel.method, parsed.canonical, sel.phase),
-                None => parsed.canonical.clone(),
-            };
-            let id = self.id.to_string();
-            trace::LoopLabel {
-                name: format!("{id} [{schedule}]"),
-                schedule,
-                id,
-            }
-        });
+        ready_slots(&plan, slots);
+        let label = prepared.label(&self.id);
+        let shared = claim::Shared::new();
         let instance = claim::Instance {
             plan,
             n: iterations,
-            shared: claim::Shared::new(),
+            shared: &shared,
             board: Board { slots },
-            t0: Instant::now(),
+            t0: prepared.recorded().then(Instant::now),
             trace: label.as_ref(),
-            profile: profiled,
+            profile: prepared.profiled,
             body,
         };
         pool.region(|team| claim::participate(team.index, &instance));
-        let t_par = instance.t0.elapsed().as_secs_f64();
+        let t_par = instance
+            .t0
+            .map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
+        Ok(prepared.finish(&self.id, slots, t_par))
+    }
+}
 
-        let mut st = state::lock(loop_state);
-        let st = &mut *st;
-        let record = &mut st.record;
-        record.store(&parsed.canonical, iterations, slots, t_par, profiled);
-        record.last.selection = selected.map(|s| s.phase);
-        record.last.chunk = shape.chunk;
-        let summary = LoopSummary {
-            id: self.id.clone(),
-            threads,
-            iterations,
-            chunks: record.last.total_chunks(),
-            t_par,
-            lib_percent: record.last.lib_percent,
-        };
-        if let (Some(_), Some((_, Resolved::Auto(selection)))) = (selected, &mut st.resolved) {
-            let measurement =
-                Measurement::from_finish_times(&record.last.finish).with_iterations(iterations);
-            // Finish times come from a monotonic clock and LIB from them, so
-            // the selector cannot refuse them; if it ever did, the choice
-            // stays pending and is simply retried.
-            let _ = selection.selector.observe(&measurement);
+/// Makes the participants' slots ready for `plan`, before any participant
+/// claims. The caller touches them only where the plan needs it: each
+/// write here moves a cache line to this core and back. The end-of-loop
+/// stats need no reset: every participant overwrites its own.
+pub(crate) fn ready_slots(plan: &dls::Plan<'_>, slots: &[CachePadded<Slot>]) {
+    if plan.timing() != dls::Timing::None {
+        slots.iter().for_each(|slot| slot.clear_timing());
+    }
+    if plan.claim() == dls::Claim::Steal {
+        for (i, slot) in slots.iter().enumerate() {
+            *claim::lock(&slot.steal) = plan.home_range(i);
         }
-        Ok(summary)
     }
 }
 
 /// The user's per-iteration hints, as a workload-aware schedule reads them.
-const HINTS: Concept = Concept::Workload {
+pub(crate) const HINTS: Concept = Concept::Workload {
     subject: Subject::Tasks,
     model: Model::Static,
 };
-
-/// What `auto` chose for one instance.
-#[derive(Clone, Copy, Debug)]
-struct Selected {
-    method: &'static str,
-    phase: &'static str,
-}
-
-/// The schedule of this instance for `text`: parsed once per distinct text
-/// and then reused, so later instances neither parse nor allocate. Under
-/// `auto[,method]` the loop's selector picks a portfolio schedule and,
-/// with the expert chunk on, a chunk parameter.
-fn resolve(
-    st: &mut LoopState,
-    id: &LoopId,
-    text: &str,
-    iterations: u64,
-    threads: usize,
-) -> Result<(Parsed, Option<u64>, Option<Selected>), PolicyError> {
-    let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
-    if fresh {
-        let resolved = match select::parse_setting(text)? {
-            Setting::Fixed { schedule, chunk } => Resolved::Fixed(Arc::new(ParsedSchedule {
-                canonical: schedule.spec().to_string(),
-                schedule,
-                chunk,
-            })),
-            Setting::Auto(mut spec) => {
-                if !text.contains("expert-chunk") {
-                    spec = spec.with_expert_chunk(env_expert_chunk());
-                }
-                Resolved::Auto(Box::new(Selection {
-                    selector: spec.selector(stream_of(id)),
-                    spec,
-                }))
-            }
-        };
-        st.resolved = Some((text.to_string(), resolved));
-    }
-    match &mut st.resolved {
-        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None)),
-        Some((_, Resolved::Auto(selection))) => {
-            let choice = selection.selector.choose(iterations, threads);
-            let selected = Selected {
-                method: selection.spec.method.name(),
-                phase: choice.phase.label(),
-            };
-            Ok((
-                Arc::clone(&portfolio()[choice.index]),
-                choice.chunk,
-                Some(selected),
-            ))
-        }
-        None => unreachable!("resolved just above"),
-    }
-}
-
-/// The Auto4OMP portfolio, built once through the registry, in
-/// portfolio order (the selectors' indices).
-fn portfolio() -> &'static [Parsed] {
-    static PORTFOLIO: OnceLock<Vec<Parsed>> = OnceLock::new();
-    PORTFOLIO.get_or_init(|| {
-        select::portfolio()
-            .into_iter()
-            .map(|schedule| {
-                Arc::new(ParsedSchedule {
-                    canonical: schedule.spec().to_string(),
-                    schedule,
-                    chunk: None,
-                })
-            })
-            .collect()
-    })
-}
-
-/// `KEEL_EXPERT_CHUNK=0|1`, read once: whether `auto` replaces the chunk
-/// parameter by the expert chunk (on unless set to `0`).
-fn env_expert_chunk() -> bool {
-    static ENV: OnceLock<bool> = OnceLock::new();
-    *ENV.get_or_init(|| std::env::var("KEEL_EXPERT_CHUNK").map_or(true, |v| v.trim() != "0"))
-}
-
-/// A stable number per loop, separating RandomSel's random streams.
-fn stream_of(id: &LoopId) -> u64 {
-    // FNV-1a over the loop's printed identity: stable across runs.
-    id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// A workload-aware schedule's assignment: the cached one while the
-/// schedule, team, chunk and hints are unchanged, else a new one (counted in
-/// the record's `assignments`).
-fn assignment_for(
-    st: &mut LoopState,
-    workload: &WorkloadSchedule,
-    parsed: &Parsed,
-    shape: &LoopShape,
-    hints: Option<&[f64]>,
-) -> Result<SharedAssignment, PolicyError> {
-    let name = workload.spec().name;
-    let hints = hints.ok_or_else(|| PolicyError::InvalidParameter {
-        policy: name.clone(),
-        key: "workload".to_string(),
-        value: "none".to_string(),
-        expected: format!(
-            "per-iteration workload hints: `{name}` maps iterations by their loads; \
-             pass them with .workload(&loads)"
-        ),
-    })?;
-    if let Some(cached) = &st.assignment {
-        if cached.matches(&parsed.canonical, shape.threads, shape.chunk, hints) {
-            return Ok(Arc::clone(&cached.assignment));
-        }
-    }
-    let mut ctx = ContextHandler::new();
-    ctx.provide_values(HINTS, Origin::User, hints);
-    let assignment = Arc::new(workload.assign(shape, &ctx)?);
-    st.record.assignments += 1;
-    st.assignment = Some(CachedAssignment {
-        canonical: parsed.canonical.clone(),
-        threads: shape.threads,
-        chunk: shape.chunk,
-        hints: hints.iter().map(|h| h.to_bits()).collect(),
-        assignment: Arc::clone(&assignment),
-    });
-    Ok(assignment)
-}
 
 /// `KEEL_SCHEDULE`, read once (as OpenMP reads `OMP_SCHEDULE`); `auto` when unset.
 fn env_schedule() -> &'static str {
@@ -546,6 +377,23 @@ fn env_schedule() -> &'static str {
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| "auto".to_string())
     })
+}
+
+/// `KEEL_SCHEDULE` parsed once, when `text` is it and it is a fixed
+/// schedule: instances under it then find their schedule without the
+/// loop's state.
+fn env_fixed(text: &str) -> Option<&'static Parsed> {
+    static FIXED: OnceLock<Option<Parsed>> = OnceLock::new();
+    let env = env_schedule();
+    if text != env {
+        return None;
+    }
+    FIXED
+        .get_or_init(|| match select::parse_setting(env) {
+            Ok(Setting::Fixed { schedule, chunk }) => Some(ParsedSchedule::new(schedule, chunk)),
+            _ => None,
+        })
+        .as_ref()
 }
 
 /// [`env_schedule`], or `auto` when it does not parse (warned once, as

@@ -21,6 +21,7 @@ pub struct ParallelLoop<'p, I> {
     pub(super) id: LoopId,
     pub(super) weights: Option<Arc<[f64]>>,
     pub(super) workload: Option<&'p [f64]>,
+    pub(super) recorded: bool,
 }
 
 /// A loop over `range` on the global pool; its identity is the caller's
@@ -35,6 +36,7 @@ pub fn parallel<I: LoopIndex>(range: Range<I>) -> ParallelLoop<'static, I> {
         id: LoopId::Site(Location::caller()),
         weights: None,
         workload: None,
+        recorded: false,
     }
 }
 
@@ -95,6 +97,7 @@ impl ThreadPool {
             id: LoopId::Site(Location::caller()),
             weights: None,
             workload: None,
+            recorded: false,
         }
     }
 }
@@ -142,7 +145,32 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             id: self.id,
             weights: self.weights,
             workload: Some(loads),
+            recorded: self.recorded,
         }
+    }
+
+    /// Records this instance in the loop's [`LoopRecord`](super::LoopRecord)
+    /// even when nothing needs it: its participants then read the clock at
+    /// their start and finish, so the record (and the summary's LIB) has
+    /// finish and busy times. `auto` loops and schedules that read what
+    /// records keep are recorded anyway; [`record_all`](super::record_all)
+    /// or `KEEL_LOOP_RECORD=all` records every loop.
+    ///
+    /// ```
+    /// use keel::loops::{record, LoopId};
+    /// let summary = keel::parallel(0..64u32)
+    ///     .schedule("dynamic,4".parse()?)
+    ///     .id("doc-recorded")
+    ///     .recorded()
+    ///     .for_each(|_| {});
+    /// assert!(summary.lib_percent.is_finite());
+    /// let rec = record(LoopId::named("doc-recorded")).expect("recorded");
+    /// assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 64);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
+    pub fn recorded(mut self) -> Self {
+        self.recorded = true;
+        self
     }
 
     /// Names the loop, so that its records do not depend on the call site:

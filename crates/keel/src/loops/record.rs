@@ -2,6 +2,18 @@
 //! (`#[track_caller]`), the way LLVM keys loops by source location, so each
 //! loop keeps its own measurements across instances; the selection methods
 //! and adaptive schedules read them, and users can query them.
+//!
+//! Only *recorded* instances are kept, since recording costs a lock, a
+//! registry lookup, two clock reads per participant and two on the caller: every instance
+//! under `auto`, of a schedule that reads a record (`fsc`, `fac`, `tap`,
+//! `bold`, `awf`) or caches an assignment (`binlpt`, `greedy`), and every
+//! instance of a loop built with
+//! [`ParallelLoop::recorded`](super::ParallelLoop::recorded), or of any
+//! loop after [`record_all(true)`](super::record_all) or under
+//! `KEEL_LOOP_RECORD=all`. Other instances leave the record as it was
+//! (a loop that never had a recorded instance has none); their
+//! [`LoopSummary`](super::LoopSummary) still gives chunks and iterations
+//! (T_par and LIB as NaN: no clock was read).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -172,12 +184,30 @@ impl InstanceStats {
     }
 }
 
-/// Everything kept about one loop.
+/// Everything kept about one loop, from its recorded instances (see the
+/// [module docs](self) for which those are).
+///
+/// ```
+/// use keel::loops::{record, LoopId};
+/// for _ in 0..2 {
+///     keel::parallel(0..10u32).schedule("guided".parse()?).id("doc-record").for_each(|_| {});
+/// }
+/// // Nothing needed a record of this loop: none kept.
+/// assert_eq!(record(LoopId::named("doc-record")), None);
+/// keel::parallel(0..10u32)
+///     .schedule("guided".parse()?)
+///     .id("doc-record")
+///     .recorded()
+///     .for_each(|_| {});
+/// let rec = record(LoopId::named("doc-record")).unwrap();
+/// assert_eq!((rec.instances, rec.last.iterations), (1, 10));
+/// # Ok::<(), keel::loops::ScheduleError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LoopRecord {
-    /// Instances run so far.
+    /// Recorded instances so far.
     pub instances: u64,
-    /// The latest instance.
+    /// The latest recorded instance.
     pub last: InstanceStats,
     /// Mean and standard deviation of the time per iteration, in seconds,
     /// from the latest instance whose schedule reads a profile (FSC, FAC,
@@ -288,14 +318,15 @@ impl LoopRecord {
     }
 }
 
-/// A copy of the record of loop `id`, if it has run.
+/// A copy of the record of loop `id`, if it has had a recorded instance.
 pub fn record(id: LoopId) -> Option<LoopRecord> {
     let state = state::existing(&id)?;
     let state = state::lock(state);
     (state.record.instances > 0).then(|| snapshot(&state))
 }
 
-/// Copies of every loop's record, in no particular order.
+/// Copies of the records of every loop that has had a recorded instance,
+/// in no particular order.
 pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
     let mut all = Vec::new();
     state::for_each_state(|id, state| {

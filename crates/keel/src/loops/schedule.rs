@@ -10,6 +10,8 @@ use keel_policy::dls::AUTO4OMP_PORTFOLIO;
 use keel_policy::select::{self, AutoSpec, Method, Setting};
 use keel_policy::PolicyError;
 
+use super::state::{Parsed, ParsedSchedule};
+
 /// A validated loop schedule: `static`, `dynamic,4`, `guided`, `awf-b`,
 /// `binlpt:chunks=80`, `auto`, `auto,expert`, `auto:method=random,seed=3`, …
 /// (the syntax of `KEEL_SCHEDULE`, parsed by the same
@@ -24,23 +26,51 @@ use keel_policy::PolicyError;
 ///
 /// Cheap to clone and reusable across loops; each loop still keeps its
 /// own state (an `auto` loop its own selection).
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Schedule {
+#[derive(Clone)]
+pub struct Schedule(Arc<Inner>);
+
+/// Behind one pointer: a loop builder carries one word, a clone takes one
+/// reference count.
+struct Inner {
     /// The text as written: the loop resolves exactly this, as it would
     /// the same text in `KEEL_SCHEDULE`.
-    text: Arc<str>,
+    text: Box<str>,
     /// The normalised spec that `Display` prints.
-    normal: Arc<str>,
+    normal: Box<str>,
+    /// A fixed schedule, parsed once here, so that an instance of a loop
+    /// under it neither parses nor looks up the loop's state to find it;
+    /// `None` for `auto`, whose choice is the loop's own.
+    fixed: Option<Parsed>,
+}
+
+/// Equal texts are equal schedules: the parsed form follows from the text.
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.text == other.0.text
+    }
+}
+
+impl Eq for Schedule {}
+
+impl std::hash::Hash for Schedule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.text.hash(state);
+    }
 }
 
 impl Schedule {
     /// The text the schedule was parsed from.
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.0.text
     }
 
     pub(crate) fn text(&self) -> &str {
-        &self.text
+        &self.0.text
+    }
+
+    /// The parsed schedule when it is a fixed one.
+    pub(crate) fn fixed(&self) -> Option<&Parsed> {
+        self.0.fixed.as_ref()
     }
 }
 
@@ -52,14 +82,18 @@ impl FromStr for Schedule {
             spec: text.to_string(),
             error,
         })?;
-        let normal = match setting {
-            Setting::Fixed { schedule, .. } => schedule.spec().to_string(),
-            Setting::Auto(spec) => auto_spec(&spec, text.contains("expert-chunk")),
+        let (normal, fixed) = match setting {
+            Setting::Fixed { schedule, chunk } => {
+                let parsed = ParsedSchedule::new(schedule, chunk);
+                (parsed.canonical.clone(), Some(parsed))
+            }
+            Setting::Auto(spec) => (auto_spec(&spec, text.contains("expert-chunk")), None),
         };
-        Ok(Schedule {
+        Ok(Schedule(Arc::new(Inner {
             text: text.into(),
             normal: normal.into(),
-        })
+            fixed,
+        })))
     }
 }
 
@@ -88,13 +122,13 @@ impl fmt::Display for Schedule {
     /// The normalised spec: a fixed schedule's canonical spec
     /// (`dynamic,4` prints `ss:chunk=4`), or `auto[,method]` / `auto:…`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.normal)
+        f.write_str(&self.0.normal)
     }
 }
 
 impl fmt::Debug for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Schedule({:?})", &*self.normal)
+        write!(f, "Schedule({:?})", &*self.0.normal)
     }
 }
 

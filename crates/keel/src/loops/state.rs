@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use keel_policy::concept::Concept;
 use keel_policy::dls::{LoopSchedule, SharedAssignment};
 use keel_policy::select::{AutoSpec, LoopSelector};
 
@@ -27,6 +28,29 @@ pub(crate) struct ParsedSchedule {
     pub(crate) schedule: Box<dyn LoopSchedule>,
     pub(crate) chunk: Option<u64>,
     pub(crate) canonical: String,
+    /// Whether planning reads what the loop's state keeps: an iteration
+    /// profile, AWF's history, or a cached iteration assignment. Instances
+    /// of other fixed schedules need the state only to be recorded.
+    pub(crate) reads_state: bool,
+}
+
+impl ParsedSchedule {
+    /// `schedule` with the spec's chunk, shared.
+    pub(crate) fn new(schedule: Box<dyn LoopSchedule>, chunk: Option<u64>) -> Parsed {
+        let reads_state = schedule.as_workload().is_some()
+            || schedule.requirements().iter().any(|r| {
+                matches!(
+                    r.concept,
+                    Concept::IterationProfile | Concept::ThreadHistory
+                )
+            });
+        Arc::new(ParsedSchedule {
+            canonical: schedule.spec().to_string(),
+            schedule,
+            chunk,
+            reads_state,
+        })
+    }
 }
 
 pub(crate) type Parsed = Arc<ParsedSchedule>;

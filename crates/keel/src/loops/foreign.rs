@@ -1,0 +1,209 @@
+//! One loop instance driven by threads Keel does not own (an OpenMP
+//! runtime's team, threads of another library): each calls
+//! [`Workshare::participate`] with its own index. The first to arrive
+//! prepares the instance (resolves the schedule, reads what the loop kept,
+//! readies the shared counters and steal ranges) while the others wait for
+//! it; every participant then makes the plan itself — a pure function of
+//! what was prepared, so all plans are equal — and claims chunks; the last
+//! to leave records the instance and gets its summary.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use keel_policy::ContextHandler;
+
+use super::instance::{self, History, LoopSpec, Prepared};
+use super::{claim, ready_slots, Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
+use crate::trace::LoopLabel;
+
+/// One instance of a loop over the offsets `0..iterations`, run by
+/// `threads` participants that are not Keel's: each calls
+/// [`participate`](Self::participate) once with its own index, from any
+/// thread, in any order; the call returns when that participant has no
+/// more chunks. Nothing runs before the first participant arrives; the
+/// participants need not start together.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use keel::loops::{LoopId, Workshare};
+///
+/// let sum = AtomicU64::new(0);
+/// let body = |_participant: usize, from: u64, to: u64| {
+///     sum.fetch_add((from..to).sum::<u64>(), Ordering::Relaxed);
+/// };
+/// let schedule = "dynamic,3".parse()?;
+/// let work = Workshare::new(LoopId::named("doc-foreign"), &schedule, 100, 3, &body);
+/// let summaries: Vec<_> = std::thread::scope(|s| {
+///     let handles: Vec<_> = (0..3)
+///         .map(|me| {
+///             let work = &work;
+///             s.spawn(move || work.participate(me))
+///         })
+///         .collect();
+///     handles.into_iter().map(|h| h.join().unwrap()).collect()
+/// });
+/// assert_eq!(sum.into_inner(), 4950);
+/// // Exactly one participant, the last to leave, got the summary.
+/// let last: Vec<_> = summaries.into_iter().filter_map(|r| r.unwrap()).collect();
+/// assert_eq!(last.len(), 1);
+/// assert_eq!(last[0].iterations, 100);
+/// # Ok::<(), keel::loops::ScheduleError>(())
+/// ```
+pub struct Workshare<'a> {
+    id: LoopId,
+    schedule: Schedule,
+    iterations: u64,
+    threads: usize,
+    chunk: Option<u64>,
+    record: bool,
+    body: &'a (dyn Fn(usize, u64, u64) + Sync),
+    slots: Box<[CachePadded<Slot>]>,
+    joined: Box<[AtomicBool]>,
+    ready: OnceLock<Result<Ready, LoopError>>,
+    shared: claim::Shared,
+    left: AtomicUsize,
+}
+
+/// What the first participant prepared.
+struct Ready {
+    prepared: Prepared,
+    history: History,
+    label: Option<LoopLabel>,
+    /// The first arrival, when the instance is recorded.
+    t0: Option<Instant>,
+}
+
+impl<'a> Workshare<'a> {
+    /// An instance of loop `id` under `schedule`, `body(participant, from,
+    /// to)` per chunk of offsets, for a team of `threads`.
+    pub fn new(
+        id: LoopId,
+        schedule: &Schedule,
+        iterations: u64,
+        threads: usize,
+        body: &'a (dyn Fn(usize, u64, u64) + Sync),
+    ) -> Self {
+        Workshare {
+            id,
+            schedule: schedule.clone(),
+            iterations,
+            threads,
+            chunk: None,
+            record: false,
+            body,
+            slots: (0..threads).map(|_| CachePadded::default()).collect(),
+            joined: (0..threads).map(|_| AtomicBool::new(false)).collect(),
+            ready: OnceLock::new(),
+            shared: claim::Shared::new(),
+            left: AtomicUsize::new(threads),
+        }
+    }
+
+    /// The chunk parameter, as [`ParallelLoop::chunk`](super::ParallelLoop::chunk).
+    pub fn chunk(mut self, chunk: u64) -> Self {
+        self.chunk = Some(chunk);
+        self
+    }
+
+    /// Records the instance, as [`ParallelLoop::recorded`](super::ParallelLoop::recorded).
+    pub fn recorded(mut self) -> Self {
+        self.record = true;
+        self
+    }
+
+    fn spec(&self) -> LoopSpec<'_> {
+        LoopSpec {
+            id: &self.id,
+            text: self.schedule.text(),
+            fixed: self.schedule.fixed(),
+            iterations: self.iterations,
+            threads: self.threads,
+            chunk: self.chunk,
+            weights: None,
+            hints: None,
+            record: self.record,
+        }
+    }
+
+    /// The first participant's work: prepare, check that the schedule can
+    /// plan this loop, ready the slots, start the clock if recorded.
+    fn prepare(&self) -> Result<Ready, LoopError> {
+        let schedule_error = |error| LoopError::Schedule {
+            source_name: "schedule",
+            error,
+        };
+        let spec = self.spec();
+        let mut history = History::new();
+        let prepared = instance::prepare(&spec, &mut history).map_err(schedule_error)?;
+        {
+            let mut ctx = ContextHandler::new();
+            prepared.provide(&mut ctx, &spec, &history);
+            let plan = prepared.plan(&ctx).map_err(schedule_error)?;
+            ready_slots(&plan, &self.slots);
+        }
+        let label = prepared.label(&self.id);
+        let t0 = prepared.recorded().then(Instant::now);
+        Ok(Ready {
+            prepared,
+            history,
+            label,
+            t0,
+        })
+    }
+
+    /// Runs participant `me`'s share. Returns the instance's summary to the
+    /// last participant to leave (it records the instance), `None` to the
+    /// others; an index out of range or given twice, or a schedule that
+    /// cannot plan this loop, is an error, and that participant runs
+    /// nothing. A panic in the body reaches that participant's thread;
+    /// the instance then is never recorded.
+    pub fn participate(&self, me: usize) -> Result<Option<LoopSummary>, LoopError> {
+        let twice = match self.joined.get(me) {
+            Some(flag) => flag.swap(true, Ordering::Relaxed),
+            None => true,
+        };
+        if twice {
+            return Err(LoopError::Participant {
+                index: me,
+                threads: self.threads,
+            });
+        }
+        let ready = self
+            .ready
+            .get_or_init(|| self.prepare())
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let spec = self.spec();
+        let mut ctx = ContextHandler::new();
+        ready.prepared.provide(&mut ctx, &spec, &ready.history);
+        let plan = ready
+            .prepared
+            .plan(&ctx)
+            .map_err(|error| LoopError::Schedule {
+                source_name: "schedule",
+                error,
+            })?;
+        let instance = claim::Instance {
+            plan,
+            n: self.iterations,
+            body: self.body,
+            board: Board { slots: &self.slots },
+            t0: ready.t0,
+            trace: ready.label.as_ref(),
+            profile: ready.prepared.profiled,
+            shared: &self.shared,
+        };
+        claim::participate(me, &instance);
+        // AcqRel: the last to leave sees every participant's stats.
+        if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(None);
+        }
+        let t_par = ready.t0.map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
+        Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,99 @@
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::Workshare;
+use crate::loops::{record, LoopError, LoopId, LoopSummary};
+
+/// Runs one instance of `n` iterations under `spec` on `threads` plain
+/// threads, the later ones arriving late, and returns each iteration's
+/// execution count and the participants' results.
+fn drive(
+    spec: &str,
+    id: &str,
+    n: u64,
+    threads: usize,
+) -> (Vec<u32>, Vec<Result<Option<LoopSummary>, LoopError>>) {
+    let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let body = |_: usize, from: u64, to: u64| {
+        for i in from..to {
+            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let schedule = spec.parse().unwrap();
+    let work =
+        Workshare::new(LoopId::named(id.to_string()), &schedule, n, threads, &body).recorded();
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|me| {
+                let work = &work;
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || {
+                        std::thread::sleep(Duration::from_micros(200 * me as u64));
+                        work.participate(me)
+                    })
+                    .unwrap()
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let counts = counts.into_iter().map(AtomicU32::into_inner).collect();
+    (counts, results)
+}
+
+#[test]
+fn foreign_threads_run_every_iteration_once_and_the_last_records() {
+    for spec in ["static", "static,5", "dynamic,3", "guided", "af", "awf-b"] {
+        let id = format!("foreign/{spec}");
+        for instance in 1..=2u64 {
+            let (counts, results) = drive(spec, &id, 1000, 4);
+            assert!(counts.iter().all(|&c| c == 1), "{spec}: {counts:?}");
+            let summaries: Vec<LoopSummary> =
+                results.into_iter().filter_map(|r| r.unwrap()).collect();
+            assert_eq!(summaries.len(), 1, "{spec}: one participant finishes");
+            assert_eq!(summaries[0].iterations, 1000);
+            assert_eq!(summaries[0].threads, 4);
+            assert!(summaries[0].lib_percent.is_finite(), "{spec}");
+            let rec = record(LoopId::named(id.clone())).unwrap();
+            assert_eq!(rec.instances, instance, "{spec}");
+            assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 1000);
+            assert_eq!(rec.last.total_chunks(), summaries[0].chunks);
+        }
+    }
+}
+
+#[test]
+fn a_participant_index_out_of_range_or_twice_is_an_error() {
+    let body = |_: usize, _: u64, _: u64| {};
+    let schedule = "dynamic".parse().unwrap();
+    let work = Workshare::new(LoopId::named("foreign/bad-index"), &schedule, 10, 2, &body);
+    assert_eq!(
+        work.participate(2).unwrap_err(),
+        LoopError::Participant {
+            index: 2,
+            threads: 2
+        }
+    );
+    // Participant 0 runs everything left, participant 1 finishes.
+    assert_eq!(work.participate(0), Ok(None));
+    assert!(work.participate(0).is_err());
+    let summary = work.participate(1).unwrap().unwrap();
+    assert_eq!(summary.chunks, 10);
+}
+
+#[test]
+fn a_schedule_that_cannot_plan_is_an_error_for_every_participant() {
+    let body = |_: usize, _: u64, _: u64| panic!("nothing runs");
+    let schedule = "binlpt".parse().unwrap();
+    let work = Workshare::new(LoopId::named("foreign/no-hints"), &schedule, 10, 2, &body);
+    assert!(matches!(
+        work.participate(0),
+        Err(LoopError::Schedule { .. })
+    ));
+    assert!(matches!(
+        work.participate(1),
+        Err(LoopError::Schedule { .. })
+    ));
+    let schedule = "static".parse().unwrap();
+    let empty_team = Workshare::new(LoopId::named("foreign/none"), &schedule, 10, 0, &body);
+    assert!(empty_team.participate(0).is_err());
+}

@@ -1,0 +1,425 @@
+//! One loop instance's lifecycle, apart from who runs its participants:
+//! [`prepare`] (resolve the schedule, read what the loop kept, build the
+//! plan's inputs) → [`Prepared::plan`] → `claim::participate(me)` on every
+//! participant → [`Prepared::finish`] (record, summarise). Keel's pool
+//! drives it as one fork/join (`ParallelLoop::run_on`); threads Keel does
+//! not own drive it through `foreign::Workshare`, where the first thread
+//! to arrive prepares and the last to leave finishes.
+//!
+//! An instance touches the loop's state (a registry lookup and two short
+//! locks), reads the clock at each participant's start and finish, and
+//! updates the loop's [`LoopRecord`](super::LoopRecord) only when it is
+//! *recorded*: under `auto` (the selector needs the measured finish times),
+//! when the schedule reads what records keep (an iteration profile, AWF's
+//! history) or caches an iteration assignment, or when recording was asked
+//! for ([`ParallelLoop::recorded`](super::ParallelLoop::recorded),
+//! [`record_all`], `KEEL_LOOP_RECORD=all`). Every other instance of a fixed
+//! schedule costs its plan and its claims, and reads no clock (its
+//! summary's T_par and LIB are NaN).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crossbeam_utils::CachePadded;
+use keel_policy::concept::{Concept, Origin};
+use keel_policy::dls::{LoopSchedule, LoopShape, Plan, SharedAssignment, WorkloadSchedule};
+use keel_policy::select::{self, Measurement, Setting};
+use keel_policy::{ContextHandler, PolicyError};
+use smallvec::SmallVec;
+
+use super::state::{self, CachedAssignment, LoopState, Parsed, Resolved, Selection, SharedState};
+use super::{LoopId, LoopSummary, Slot, HINTS};
+use crate::trace;
+
+/// What `auto` chose for one instance.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Selected {
+    pub(crate) method: &'static str,
+    pub(crate) phase: &'static str,
+}
+
+/// What one instance is run with, as its caller configured it.
+#[derive(Clone, Copy)]
+pub(crate) struct LoopSpec<'a> {
+    pub(crate) id: &'a LoopId,
+    /// The schedule text (`KEEL_SCHEDULE` syntax).
+    pub(crate) text: &'a str,
+    /// `text` parsed, when it is a fixed schedule parsed beforehand.
+    pub(crate) fixed: Option<&'a Parsed>,
+    pub(crate) iterations: u64,
+    pub(crate) threads: usize,
+    /// The loop's own chunk parameter.
+    pub(crate) chunk: Option<u64>,
+    /// User weights, already checked to apply to this team.
+    pub(crate) weights: Option<&'a [f64]>,
+    pub(crate) hints: Option<&'a [f64]>,
+    /// Record this instance even if nothing needs it.
+    pub(crate) record: bool,
+}
+
+/// Everything an instance decides before any participant runs. Owned, so
+/// that whoever plans it can hand it to participants on other threads.
+pub(crate) struct Prepared {
+    pub(crate) parsed: Parsed,
+    pub(crate) shape: LoopShape,
+    profile: Option<[f64; 2]>,
+    /// Whether AWF's history was copied into the caller's buffer.
+    history: bool,
+    assignment: Option<SharedAssignment>,
+    pub(crate) selected: Option<Selected>,
+    /// The loop's state, when this instance is recorded.
+    state: Option<SharedState>,
+    /// Time every chunk for the iteration profile.
+    pub(crate) profiled: bool,
+}
+
+/// AWF's history as the plan reads it: on the caller's stack, beside the
+/// [`Prepared`] instance, so that preparing moves no more than a few words.
+pub(crate) type History = SmallVec<[f64; 32]>;
+
+/// Resolves the schedule of an instance of `spec` and gathers what its
+/// plan reads (AWF's history into `history`); no iteration runs here.
+pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prepared, PolicyError> {
+    if let Some(parsed) = spec.fixed {
+        if !parsed.reads_state && !spec.record && !recording_all() {
+            let chunk = spec.chunk.or(parsed.chunk);
+            return Ok(Prepared {
+                parsed: Arc::clone(parsed),
+                shape: LoopShape::new(spec.iterations, spec.threads, chunk)?,
+                profile: None,
+                history: false,
+                assignment: None,
+                selected: None,
+                state: None,
+                profiled: false,
+            });
+        }
+    }
+    let loop_state = state::state_of(spec.id);
+    let mut st = state::lock(loop_state);
+    let (parsed, auto_chunk, selected) = resolve(&mut st, spec)?;
+    let reads = |concept| {
+        parsed
+            .schedule
+            .requirements()
+            .iter()
+            .any(|r| r.concept == concept)
+    };
+    history.clear();
+    let copied = reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads;
+    if copied {
+        history.extend_from_slice(&st.record.history);
+    }
+    let profiled = reads(Concept::IterationProfile);
+    let profile = if profiled {
+        st.record.profile.map(|(mean, sd)| [mean, sd])
+    } else {
+        None
+    };
+    // The loop's own chunk wins; under `auto` the expert chunk takes
+    // the chunk parameter's place (docs/conventions.md#the-chunk-parameter).
+    let chunk = spec.chunk.or(auto_chunk).or(parsed.chunk);
+    let shape = LoopShape::new(spec.iterations, spec.threads, chunk)?;
+    let assignment = match parsed.schedule.as_workload() {
+        Some(workload) => Some(assignment_for(
+            &mut st, workload, &parsed, &shape, spec.hints,
+        )?),
+        None => None,
+    };
+    Ok(Prepared {
+        parsed,
+        shape,
+        profile,
+        history: copied,
+        assignment,
+        selected,
+        state: Some(loop_state),
+        profiled,
+    })
+}
+
+impl Prepared {
+    /// Whether this instance reads the participants' clocks and updates
+    /// the loop's record.
+    pub(crate) fn recorded(&self) -> bool {
+        self.state.is_some()
+    }
+
+    /// The context handler the plan reads: what the loop measured before as
+    /// runtime components, the user's weights and hints as user components.
+    ///
+    /// It fills the caller's handler: the handler's inline storage is too
+    /// large to return by value on every instance.
+    pub(crate) fn provide<'a>(
+        &'a self,
+        ctx: &mut ContextHandler<'a>,
+        spec: &LoopSpec<'a>,
+        history: &'a History,
+    ) {
+        if let Some(values) = &self.profile {
+            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
+        }
+        if self.history {
+            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
+        }
+        if let Some(weights) = spec.weights {
+            ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
+        }
+        if let Some(hints) = spec.hints {
+            ctx.provide_values(HINTS, Origin::User, hints);
+        }
+        if let Some(assignment) = &self.assignment {
+            ctx.provide_assignment(Origin::Runtime, assignment);
+        }
+    }
+
+    /// The plan: a pure function of the prepared inputs, so participants
+    /// that each make it get equal plans.
+    pub(crate) fn plan<'c>(&self, ctx: &'c ContextHandler<'_>) -> Result<Plan<'c>, PolicyError> {
+        self.parsed.schedule.plan(&self.shape, ctx)
+    }
+
+    /// How the trace names the instance: its loop id and schedule, and
+    /// under `auto` the method's choice and why it made it. `None` when
+    /// tracing is off.
+    pub(crate) fn label(&self, id: &LoopId) -> Option<trace::LoopLabel> {
+        trace::tracer()?;
+        let schedule = match &self.selected {
+            Some(sel) => format!("{} → {} ({})", sel.method, self.parsed.canonical, sel.phase),
+            None => self.parsed.canonical.clone(),
+        };
+        let id = id.to_string();
+        Some(trace::LoopLabel {
+            name: format!("{id} [{schedule}]"),
+            schedule,
+            id,
+        })
+    }
+
+    /// After every participant left: records a recorded instance (and lets
+    /// `auto`'s selector observe it) and returns the summary.
+    pub(crate) fn finish(
+        &self,
+        id: &LoopId,
+        slots: &[CachePadded<Slot>],
+        t_par: f64,
+    ) -> LoopSummary {
+        let iterations = self.shape.iterations;
+        let Some(loop_state) = self.state else {
+            return LoopSummary {
+                id: id.clone(),
+                threads: slots.len(),
+                iterations,
+                chunks: slots.iter().map(|s| s.chunks.load(Ordering::Relaxed)).sum(),
+                t_par,
+                lib_percent: f64::NAN,
+            };
+        };
+        let mut st = state::lock(loop_state);
+        let st = &mut *st;
+        let record = &mut st.record;
+        record.store(
+            &self.parsed.canonical,
+            iterations,
+            slots,
+            t_par,
+            self.profiled,
+        );
+        record.last.selection = self.selected.map(|s| s.phase);
+        record.last.chunk = self.shape.chunk;
+        let summary = LoopSummary {
+            id: id.clone(),
+            threads: slots.len(),
+            iterations,
+            chunks: record.last.total_chunks(),
+            t_par,
+            lib_percent: record.last.lib_percent,
+        };
+        if let (Some(_), Some((_, Resolved::Auto(selection)))) = (self.selected, &mut st.resolved) {
+            let measurement =
+                Measurement::from_finish_times(&record.last.finish).with_iterations(iterations);
+            // Finish times come from a monotonic clock and LIB from them, so
+            // the selector cannot refuse them; if it ever did, the choice
+            // stays pending and is simply retried.
+            let _ = selection.selector.observe(&measurement);
+        }
+        summary
+    }
+}
+
+/// Records every loop instance from now on (`true`), or only those that
+/// need it (`false`, the default unless `KEEL_LOOP_RECORD=all`): see
+/// [`LoopRecord`](super::LoopRecord) for what each kind of loop keeps.
+///
+/// ```
+/// use keel::loops::{record, record_all, LoopId};
+/// record_all(true);
+/// keel::parallel(0..100u32).schedule("static".parse()?).id("doc-all").for_each(|_| {});
+/// let rec = record(LoopId::named("doc-all")).expect("recorded");
+/// assert_eq!(rec.last.finish.len(), rec.last.threads);
+/// record_all(false);
+/// # Ok::<(), keel::loops::ScheduleError>(())
+/// ```
+pub fn record_all(on: bool) {
+    RECORD_ALL.store(if on { ON } else { OFF }, Ordering::Relaxed);
+}
+
+const UNSET: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+
+/// [`record_all`]'s setting; `UNSET` until the first instance reads
+/// `KEEL_LOOP_RECORD` or code sets it.
+static RECORD_ALL: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Whether every instance is recorded.
+fn recording_all() -> bool {
+    match RECORD_ALL.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => {
+            let on = env_record_all();
+            // Code that set the switch meanwhile wins over the environment.
+            let _ = RECORD_ALL.compare_exchange(
+                UNSET,
+                if on { ON } else { OFF },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            RECORD_ALL.load(Ordering::Relaxed) == ON
+        }
+    }
+}
+
+/// `KEEL_LOOP_RECORD`: `all` records every instance; unset, empty or
+/// `needed` only those that need it; anything else warns once and keeps
+/// the default.
+fn env_record_all() -> bool {
+    let Ok(value) = std::env::var("KEEL_LOOP_RECORD") else {
+        return false;
+    };
+    match value.trim() {
+        "all" => true,
+        "" | "needed" => false,
+        other => {
+            crate::warn::once("KEEL_LOOP_RECORD", other, || {
+                format!("KEEL_LOOP_RECORD={other:?} is not `all` or `needed`; using `needed`")
+            });
+            false
+        }
+    }
+}
+
+/// The schedule of this instance: parsed once per distinct text and then
+/// reused, so later instances neither parse nor allocate. Under
+/// `auto[,method]` the loop's selector picks a portfolio schedule and,
+/// with the expert chunk on, a chunk parameter.
+fn resolve(
+    st: &mut LoopState,
+    spec: &LoopSpec<'_>,
+) -> Result<(Parsed, Option<u64>, Option<Selected>), PolicyError> {
+    let text = spec.text;
+    let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
+    if fresh {
+        let resolved = match spec.fixed {
+            Some(parsed) => Resolved::Fixed(Arc::clone(parsed)),
+            None => match select::parse_setting(text)? {
+                Setting::Fixed { schedule, chunk } => {
+                    Resolved::Fixed(state::ParsedSchedule::new(schedule, chunk))
+                }
+                Setting::Auto(mut auto) => {
+                    if !text.contains("expert-chunk") {
+                        auto = auto.with_expert_chunk(env_expert_chunk());
+                    }
+                    Resolved::Auto(Box::new(Selection {
+                        selector: auto.selector(stream_of(spec.id)),
+                        spec: auto,
+                    }))
+                }
+            },
+        };
+        st.resolved = Some((text.to_string(), resolved));
+    }
+    match &mut st.resolved {
+        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None)),
+        Some((_, Resolved::Auto(selection))) => {
+            let choice = selection.selector.choose(spec.iterations, spec.threads);
+            let selected = Selected {
+                method: selection.spec.method.name(),
+                phase: choice.phase.label(),
+            };
+            Ok((
+                Arc::clone(&portfolio()[choice.index]),
+                choice.chunk,
+                Some(selected),
+            ))
+        }
+        None => unreachable!("resolved just above"),
+    }
+}
+
+/// The Auto4OMP portfolio, built once through the registry, in
+/// portfolio order (the selectors' indices).
+fn portfolio() -> &'static [Parsed] {
+    static PORTFOLIO: OnceLock<Vec<Parsed>> = OnceLock::new();
+    PORTFOLIO.get_or_init(|| {
+        select::portfolio()
+            .into_iter()
+            .map(|schedule| state::ParsedSchedule::new(schedule, None))
+            .collect()
+    })
+}
+
+/// `KEEL_EXPERT_CHUNK=0|1`, read once: whether `auto` replaces the chunk
+/// parameter by the expert chunk (on unless set to `0`).
+fn env_expert_chunk() -> bool {
+    static ENV: OnceLock<bool> = OnceLock::new();
+    *ENV.get_or_init(|| std::env::var("KEEL_EXPERT_CHUNK").map_or(true, |v| v.trim() != "0"))
+}
+
+/// A stable number per loop, separating RandomSel's random streams.
+fn stream_of(id: &LoopId) -> u64 {
+    // FNV-1a over the loop's printed identity: stable across runs.
+    id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A workload-aware schedule's assignment: the cached one while the
+/// schedule, team, chunk and hints are unchanged, else a new one (counted in
+/// the record's `assignments`).
+fn assignment_for(
+    st: &mut LoopState,
+    workload: &WorkloadSchedule,
+    parsed: &Parsed,
+    shape: &LoopShape,
+    hints: Option<&[f64]>,
+) -> Result<SharedAssignment, PolicyError> {
+    let name = workload.spec().name;
+    let hints = hints.ok_or_else(|| PolicyError::InvalidParameter {
+        policy: name.clone(),
+        key: "workload".to_string(),
+        value: "none".to_string(),
+        expected: format!(
+            "per-iteration workload hints: `{name}` maps iterations by their loads; \
+             pass them with .workload(&loads)"
+        ),
+    })?;
+    if let Some(cached) = &st.assignment {
+        if cached.matches(&parsed.canonical, shape.threads, shape.chunk, hints) {
+            return Ok(Arc::clone(&cached.assignment));
+        }
+    }
+    let mut ctx = ContextHandler::new();
+    ctx.provide_values(HINTS, Origin::User, hints);
+    let assignment = Arc::new(workload.assign(shape, &ctx)?);
+    st.record.assignments += 1;
+    st.assignment = Some(CachedAssignment {
+        canonical: parsed.canonical.clone(),
+        threads: shape.threads,
+        chunk: shape.chunk,
+        hints: hints.iter().map(|h| h.to_bits()).collect(),
+        assignment: Arc::clone(&assignment),
+    });
+    Ok(assignment)
+}
