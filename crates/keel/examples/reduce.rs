@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         filled.iterations,
         filled.threads,
         filled.chunks,
-        filled.t_par * 1e3
+        filled.t_par.unwrap_or(f64::NAN) * 1e3
     );
 
     let x = &x;
@@ -69,7 +69,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?;
     println!(
         "largest element x[{}] = {:.9} ({} chunks, LIB {:.1}%)",
-        largest.1, largest.0, summary.chunks, summary.lib_percent
+        largest.1,
+        largest.0,
+        summary.chunks,
+        summary.lib_percent.unwrap_or(f64::NAN)
     );
     let expected = x
         .iter()

@@ -256,7 +256,7 @@ fn fixed_schedules_are_recorded_only_when_asked() {
         // Nothing needed the record: no clock read, no record kept; the
         // summary still counts.
         assert_eq!(record(LoopId::named(lean_id)), None, "{spec}");
-        assert!(lean.lib_percent.is_nan() && lean.t_par.is_nan(), "{spec}");
+        assert!(lean.lib_percent.is_none() && lean.t_par.is_none(), "{spec}");
         assert!(lean.chunks >= 1, "{spec}: {lean:?}");
         assert_eq!(lean.iterations, 50);
 
@@ -268,7 +268,10 @@ fn fixed_schedules_are_recorded_only_when_asked() {
                 .id(kept_id.clone())
                 .recorded()
                 .for_each(|_| {});
-            assert!(kept.lib_percent.is_finite() && kept.t_par > 0.0, "{spec}");
+            assert!(
+                kept.lib_percent.is_some_and(f64::is_finite) && kept.t_par.is_some_and(|t| t > 0.0),
+                "{spec}"
+            );
         }
         let rec = record(LoopId::named(kept_id)).unwrap();
         assert_eq!(rec.instances, 2, "{spec}");

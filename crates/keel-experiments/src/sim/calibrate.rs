@@ -77,10 +77,12 @@ fn empty_loop(
         pool.parallel(0..n)
             .schedule(parsed.clone())
             .id(id)
+            .recorded()
             .try_for_each(|i| {
                 black_box(i);
             })
-            .map(|s| s.t_par)
+            // A recorded instance always has its T_par.
+            .map(|s| s.t_par.unwrap_or(f64::NAN))
             .map_err(|e| ExperimentError::Invalid(format!("{schedule}: {e}")))
     };
     run()?; // warm-up: page faults, wake-ups, the loop's state

@@ -276,11 +276,13 @@ fn validate_workload(
                 .schedule(parsed[k].clone())
                 .id(ids[k].clone())
                 .workload(&hints)
+                .recorded()
                 .try_for_each(|i| {
                     black_box(w.run(i));
                 })
                 .map_err(|e| ExperimentError::Invalid(format!("{schedule}: {e}")))?;
-            measured[k].push(summary.t_par);
+            // A recorded instance always has its T_par.
+            measured[k].push(summary.t_par.unwrap_or(f64::NAN));
         }
     }
     // Repeat r's own costs (its sequential pass) for the paired figures,

@@ -200,7 +200,7 @@ impl<'a> Workshare<'a> {
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
             return Ok(None);
         }
-        let t_par = ready.t0.map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
+        let t_par = ready.t0.map(|t0| t0.elapsed().as_secs_f64());
         Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
     }
 }

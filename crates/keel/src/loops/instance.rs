@@ -202,7 +202,7 @@ impl Prepared {
         &self,
         id: &LoopId,
         slots: &[CachePadded<Slot>],
-        t_par: f64,
+        t_par: Option<f64>,
     ) -> LoopSummary {
         let iterations = self.shape.iterations;
         let Some(loop_state) = self.state else {
@@ -212,7 +212,7 @@ impl Prepared {
                 iterations,
                 chunks: slots.iter().map(|s| s.chunks.load(Ordering::Relaxed)).sum(),
                 t_par,
-                lib_percent: f64::NAN,
+                lib_percent: None,
             };
         };
         let mut st = state::lock(loop_state);
@@ -222,7 +222,8 @@ impl Prepared {
             &self.parsed.canonical,
             iterations,
             slots,
-            t_par,
+            // A recorded instance always read the fork's clock.
+            t_par.unwrap_or(f64::NAN),
             self.profiled,
         );
         record.last.selection = self.selected.map(|s| s.phase);
@@ -233,7 +234,7 @@ impl Prepared {
             iterations,
             chunks: record.last.total_chunks(),
             t_par,
-            lib_percent: record.last.lib_percent,
+            lib_percent: Some(record.last.lib_percent),
         };
         if let (Some(_), Some((_, Resolved::Auto(selection)))) = (self.selected, &mut st.resolved) {
             let measurement =

@@ -122,13 +122,13 @@ pub struct LoopSummary {
     pub iterations: u64,
     /// Chunks executed.
     pub chunks: u64,
-    /// T_par in seconds, from the fork to the join; NaN when the instance
-    /// was not recorded (it read no clock: see [`LoopRecord`] and
+    /// T_par in seconds, from the fork to the join; `None` when the
+    /// instance was not recorded (it read no clock: see [`LoopRecord`] and
     /// [`ParallelLoop::recorded`]).
-    pub t_par: f64,
-    /// LIB in percent over the participants' finish times; NaN when the
+    pub t_par: Option<f64>,
+    /// LIB in percent over the participants' finish times; `None` when the
     /// instance was not recorded.
-    pub lib_percent: f64,
+    pub lib_percent: Option<f64>,
 }
 
 /// Per-participant state shared during a loop: what the participant
@@ -339,9 +339,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             body,
         };
         pool.region(|team| claim::participate(team.index, &instance));
-        let t_par = instance
-            .t0
-            .map_or(f64::NAN, |t0| t0.elapsed().as_secs_f64());
+        let t_par = instance.t0.map(|t0| t0.elapsed().as_secs_f64());
         Ok(prepared.finish(&self.id, slots, t_par))
     }
 }

@@ -163,7 +163,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
     ///     .id("doc-recorded")
     ///     .recorded()
     ///     .for_each(|_| {});
-    /// assert!(summary.lib_percent.is_finite());
+    /// assert!(summary.lib_percent.is_some());
     /// let rec = record(LoopId::named("doc-recorded")).expect("recorded");
     /// assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 64);
     /// # Ok::<(), keel::loops::ScheduleError>(())

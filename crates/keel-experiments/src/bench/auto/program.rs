@@ -85,7 +85,10 @@ impl<'a> Program<'a> {
                 .clone();
             let mut l = keel::parallel(0..call.iterations)
                 .schedule(schedule.clone())
-                .id(id);
+                .id(id)
+                // The run's records are read at its end, fixed schedules'
+                // as well as `auto`'s.
+                .recorded();
             if self.chunk == ChunkMode::Expert {
                 if let Some(k) = select::expert_chunk(call.iterations as u64, threads) {
                     l = l.chunk(k);

@@ -225,7 +225,9 @@ impl Entry {
         let mut l = keel::parallel(0..w.iterations())
             .schedule(parsed.clone())
             .id(self.id.clone())
-            .workload(hints);
+            .workload(hints)
+            // Timed and its LIB read from the record: recorded.
+            .recorded();
         if let Some(k) = chunk {
             l = l.chunk(k);
         }
@@ -233,7 +235,8 @@ impl Entry {
             black_box(w.run(i));
         }) {
             Ok(summary) => {
-                self.times.push(summary.t_par);
+                // A recorded instance always has its T_par.
+                self.times.push(summary.t_par.unwrap_or(f64::NAN));
                 self.last = Some(summary.id);
             }
             Err(e) => self.parsed = Err(e.to_string()),

@@ -52,7 +52,10 @@ fn foreign_threads_run_every_iteration_once_and_the_last_records() {
             assert_eq!(summaries.len(), 1, "{spec}: one participant finishes");
             assert_eq!(summaries[0].iterations, 1000);
             assert_eq!(summaries[0].threads, 4);
-            assert!(summaries[0].lib_percent.is_finite(), "{spec}");
+            assert!(
+                summaries[0].lib_percent.is_some_and(f64::is_finite),
+                "{spec}"
+            );
             let rec = record(LoopId::named(id.clone())).unwrap();
             assert_eq!(rec.instances, instance, "{spec}");
             assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 1000);
