@@ -15,7 +15,7 @@
 //! for ([`ParallelLoop::recorded`](super::ParallelLoop::recorded),
 //! [`record_all`], `KEEL_LOOP_RECORD=all`). Every other instance of a fixed
 //! schedule costs its plan and its claims, and reads no clock (its
-//! summary's T_par and LIB are NaN).
+//! summary's T_par and LIB are `None`).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};

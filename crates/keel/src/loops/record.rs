@@ -13,7 +13,7 @@
 //! `KEEL_LOOP_RECORD=all`. Other instances leave the record as it was
 //! (a loop that never had a recorded instance has none); their
 //! [`LoopSummary`](super::LoopSummary) still gives chunks and iterations
-//! (T_par and LIB as NaN: no clock was read).
+//! (T_par and LIB `None`: no clock was read).
 
 use std::borrow::Cow;
 use std::fmt;
