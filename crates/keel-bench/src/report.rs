@@ -471,7 +471,7 @@ impl Report {
                     match g.met {
                         Some(true) => "met".into(),
                         Some(false) => "NOT MET".into(),
-                        None => "–".into(),
+                        None => "no figure".into(),
                     },
                 ]
             })

@@ -140,10 +140,11 @@ fn clock_pairs_per_chunk(spec: &str, n: u64, p: usize) -> Option<u32> {
     Some(u32::from(profiled || plan.timing() != Timing::None))
 }
 
-/// `a / b` when `b` is positive: an overhead that noise made zero or
-/// negative has no meaningful ratio, and that round gives none.
+/// `a / b` when both are positive: an overhead that noise made zero or
+/// negative, on either side, has no meaningful ratio, and that round
+/// gives none.
 fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
+    if a > 0.0 && b > 0.0 {
         a / b
     } else {
         f64::NAN
@@ -157,11 +158,18 @@ fn per_round(series: &Series, f: impl Fn(&super::Sample) -> f64) -> Vec<f64> {
 
 /// `f(a, b)` round by round, summarised; a round missing on either side
 /// (an error stopped a series) leaves the rest unpaired, so no figure.
+/// Neither is there one when fewer than half the rounds give a finite
+/// figure: the median of the rounds that happened to measure a positive
+/// overhead would be chosen by the noise.
 fn zip(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Option<Summary> {
     if a.len() != b.len() {
         return None;
     }
     let v: Vec<f64> = a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect();
+    let finite = v.iter().filter(|x| x.is_finite()).count();
+    if 2 * finite < v.len() {
+        return None;
+    }
     Summary::of(&v)
 }
 
@@ -187,8 +195,11 @@ mod tests {
 
     #[test]
     fn figures_pair_rounds_and_drop_meaningless_ratios() {
-        let s = zip(&[2.0, 3.0, 4.0], &[1.0, 0.0, -1.0], ratio).unwrap();
-        assert_eq!((s.median, s.n), (2.0, 1));
+        let s = zip(&[2.0, 3.0, 4.0, -1.0], &[1.0, 0.0, 2.0, 1.0], ratio).unwrap();
+        assert_eq!((s.median, s.n), (2.0, 2));
+        // Fewer than half the rounds with a figure: none.
+        assert!(zip(&[2.0, 3.0, 4.0], &[1.0, 0.0, -1.0], ratio).is_none());
+        assert!(zip(&[-2.0, 3.0, -4.0], &[1.0, 1.0, 1.0], ratio).is_none());
         assert!(zip(&[1.0], &[1.0, 2.0], ratio).is_none());
         let row = GoalRow::at_most("x", zip(&[1.0, 3.0], &[0.0, 0.0], |a, b| a - b), 2.0);
         assert_eq!(row.met, Some(true));
