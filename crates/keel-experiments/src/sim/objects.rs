@@ -127,6 +127,25 @@ pub struct ObjectsSimReport {
     pub gain_vs_greedy: f64,
 }
 
+/// One configuration of a table, its progress reported.
+fn simulate_row(
+    model: &ObjectsModel,
+    costs: &WorkloadCosts,
+    label: &str,
+    balancing: &Balancing,
+    progress: &mut dyn FnMut(ObjectsProgress<'_>),
+) -> Result<Row> {
+    progress(ObjectsProgress::Config(label));
+    let run = simulate_with_progress(model, costs, balancing, &mut |_| {
+        progress(ObjectsProgress::Step)
+    })
+    .map_err(sim_error)?;
+    Ok(Row {
+        config: label.to_string(),
+        run,
+    })
+}
+
 fn sim_error(e: SimError) -> ExperimentError {
     ExperimentError::sim("sim objects", e)
 }
@@ -210,16 +229,8 @@ pub fn run(
     model.seed = config.seed;
     let policy = format!("hier:nodes={},outer=(greedy),inner=(greedy)", config.nodes);
     let (t1, t2) = configs(config, &policy);
-    let mut simulate = |label: &str, b: &Balancing| -> Result<Row> {
-        progress(ObjectsProgress::Config(label));
-        let run =
-            simulate_with_progress(&model, &costs, b, &mut |_| progress(ObjectsProgress::Step))
-                .map_err(sim_error)?;
-        Ok(Row {
-            config: label.to_string(),
-            run,
-        })
-    };
+    let mut simulate =
+        |label: &str, b: &Balancing| simulate_row(&model, &costs, label, b, progress);
     let table1: Vec<Row> = t1
         .iter()
         .map(|(l, b)| simulate(l, b))
@@ -236,16 +247,8 @@ pub fn run(
                 *pu = WorkerModel::with(slow, noise, &[]).map_err(sim_error)?;
             }
         }
-        let mut simulate = |label: &str, b: &Balancing| -> Result<Row> {
-            progress(ObjectsProgress::Config(label));
-            let run =
-                simulate_with_progress(&model, &costs, b, &mut |_| progress(ObjectsProgress::Step))
-                    .map_err(sim_error)?;
-            Ok(Row {
-                config: label.to_string(),
-                run,
-            })
-        };
+        let mut simulate =
+            |label: &str, b: &Balancing| simulate_row(&model, &costs, label, b, progress);
         for (label, inner) in [("Greedy (hier)", "greedy"), ("LPT-EFT (hier)", "lpt-eft")] {
             let spec = format!("hier:nodes={},outer=(greedy),inner=({inner})", config.nodes);
             let b = Balancing::periodic(&spec, config.period, "none");
