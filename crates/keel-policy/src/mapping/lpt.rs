@@ -187,7 +187,7 @@ pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
 /// and which dominated the LPT loop (see `benches/mapping.rs`). Any member
 /// PU's time may change, up or down.
 ///
-/// Siblings are stored side by side, one [`Pair`] per parent: a replay step
+/// Siblings are stored side by side, one `Pair` per parent: a replay step
 /// reads the sibling and writes the climbing winner in the same pair (one
 /// bounds check a level rather than four), which is much of what a level
 /// costs.

@@ -184,8 +184,10 @@ impl InstanceStats {
     }
 }
 
-/// Everything kept about one loop, from its recorded instances (see the
-/// [module docs](self) for which those are).
+/// Everything kept about one loop, from its recorded instances: those of
+/// `auto`, of schedules that read what records keep, and of loops asked to
+/// be recorded ([`ParallelLoop::recorded`](super::ParallelLoop::recorded),
+/// [`record_all`](super::record_all), `KEEL_LOOP_RECORD=all`).
 ///
 /// ```
 /// use keel::loops::{record, LoopId};
