@@ -100,3 +100,47 @@ fn a_schedule_that_cannot_plan_is_an_error_for_every_participant() {
     let empty_team = Workshare::new(LoopId::named("foreign/none"), &schedule, 10, 0, &body);
     assert!(empty_team.participate(0).is_err());
 }
+
+/// Many instances whose participants arrive together (a barrier releases
+/// them at once), so that preparing, claiming and leaving race: every
+/// iteration runs once and exactly one participant gets the summary.
+#[test]
+fn stress_simultaneous_arrivals() {
+    const THREADS: usize = 4;
+    for spec in ["dynamic,1", "guided", "af", "static-steal"] {
+        let schedule = spec.parse().unwrap();
+        for _ in 0..100 {
+            let n = 257u64;
+            let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+            let body = |_: usize, from: u64, to: u64| {
+                for i in from..to {
+                    counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                }
+            };
+            let id = LoopId::named(format!("foreign-stress/{spec}"));
+            let work = Workshare::new(id, &schedule, n, THREADS, &body);
+            let barrier = std::sync::Barrier::new(THREADS);
+            let finished = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..THREADS)
+                    .map(|me| {
+                        let (work, barrier) = (&work, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            work.participate(me).unwrap().is_some()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .filter(|&last| last)
+                    .count()
+            });
+            assert_eq!(finished, 1, "{spec}");
+            assert!(
+                counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+                "{spec}"
+            );
+        }
+    }
+}
