@@ -15,12 +15,14 @@
 //! the loop's history or profile see their earlier instances, as a
 //! time-stepping program's loop does), timed as a whole. The printed ratio
 //! is the median over rounds of `time(schedule) / time(reference)` in the
-//! same round, with the 10 % and 90 % quantiles beside it.
+//! same round, with the 10th and 90th percentiles beside it (lower nearest
+//! rank, the same as `keel-policy`'s mapping bench).
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use keel::policy::stats::percentile;
 use keel::{Schedule, ThreadPool};
 use keel_workloads::loops::loop_workload;
 
@@ -89,10 +91,6 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     Ok(o)
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-}
-
 fn main() -> ExitCode {
     let o = match parse(std::env::args().skip(1)) {
         Ok(o) => o,
@@ -157,16 +155,14 @@ fn main() -> ExitCode {
         "schedule", "median ms", "ratio", "[10 %, 90 %]"
     );
     for (s, name) in names.iter().enumerate() {
-        let mut ratios: Vec<f64> = (0..o.rounds).map(|r| times[s][r] / times[0][r]).collect();
-        ratios.sort_by(f64::total_cmp);
-        let mut own = times[s].clone();
-        own.sort_by(f64::total_cmp);
+        let ratios: Vec<f64> = (0..o.rounds).map(|r| times[s][r] / times[0][r]).collect();
+        let at = |values: &[f64], p| percentile(values, p).unwrap_or(f64::NAN);
         println!(
             "{name:>14} {:>10.2} {:>8.3} [{:.3}, {:.3}]",
-            quantile(&own, 0.5) * 1e3 / o.steps as f64,
-            quantile(&ratios, 0.5),
-            quantile(&ratios, 0.1),
-            quantile(&ratios, 0.9)
+            at(&times[s], 50) * 1e3 / o.steps as f64,
+            at(&ratios, 50),
+            at(&ratios, 10),
+            at(&ratios, 90)
         );
     }
     ExitCode::SUCCESS

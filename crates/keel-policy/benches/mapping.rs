@@ -274,10 +274,9 @@ fn interleaved_times(quick: bool, entries: &mut [Entry<'_>]) -> Vec<Vec<f64>> {
     times
 }
 
-/// Median and 10th / 90th percentiles.
-fn quantiles(mut values: Vec<f64>) -> [f64; 3] {
-    values.sort_unstable_by(f64::total_cmp);
-    let at = |q: usize| values[(values.len() - 1) * q / 100];
+/// Median and 10th / 90th percentiles (lower nearest rank).
+fn quantiles(values: Vec<f64>) -> [f64; 3] {
+    let at = |p: usize| keel_policy::stats::percentile(&values, p).unwrap_or(f64::NAN);
     [at(50), at(10), at(90)]
 }
 

@@ -51,6 +51,30 @@ pub fn median_of(values: &[f64]) -> Option<f64> {
     Some(median(&mut values.to_vec()))
 }
 
+/// The `percent`-th percentile of `values` by the lower nearest rank: the
+/// element at index `⌊(n − 1)·percent/100⌋` of a sorted copy (integer
+/// arithmetic, so the rank is exact); `None` for no values. The 50th is
+/// the lower median.
+///
+/// ```
+/// use keel_policy::stats::percentile;
+/// let v = [5.0, 1.0, 4.0, 2.0, 3.0];
+/// assert_eq!(percentile(&v, 0), Some(1.0));
+/// assert_eq!(percentile(&v, 50), Some(3.0));
+/// assert_eq!(percentile(&v, 90), Some(4.0));
+/// assert_eq!(percentile(&v, 100), Some(5.0));
+/// assert_eq!(percentile(&[], 50), None);
+/// ```
+pub fn percentile(values: &[f64], percent: usize) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let index = (sorted.len() - 1) * percent.min(100) / 100;
+    Some(sorted[index])
+}
+
 /// The mean of `values` and its standard error: the sample standard
 /// deviation (n − 1 in the denominator) over √n. The error is 0 for fewer
 /// than two values; the mean is NaN for none.

@@ -36,7 +36,7 @@
 //! `x = 2TR`, which avoids cancelling two nearly equal terms when `D ≪ TR`.
 //!
 //! ```
-//! use keel_policy::dls::{Af, AfVariant, LoopShape, Request, ThreadLocal, ThreadTiming};
+//! use keel_policy::dls::{Af, AfVariant, LoopShape, Request, Rule, ThreadLocal, ThreadTiming};
 //! let af = Af::new(&LoopShape::new(1000, 2, None).unwrap(), AfVariant::Af, 10);
 //! let board = vec![ThreadTiming::default(); 2];
 //! let mut local = ThreadLocal::default();
@@ -82,30 +82,6 @@ impl Af {
             p: shape.threads,
             k: shape.min_chunk(),
             divider: divider.max(1),
-        }
-    }
-
-    /// The next sub-chunk's size for `request`: plans a new chunk from the
-    /// board when the thread's budget is spent, then hands out one sub-chunk
-    /// of it. Idempotent for a retried request (the budget only shrinks in
-    /// [`ThreadLocal::claimed`]).
-    pub fn next_size(
-        &self,
-        remaining: u64,
-        request: Request,
-        local: &mut ThreadLocal,
-        board: &dyn TimingBoard,
-    ) -> u64 {
-        if local.budget == 0 {
-            let chunk = self.size(remaining, request.thread, board);
-            local.budget = chunk;
-            local.sub_chunk = self.sub_chunk(chunk);
-        }
-        let rest = local.budget.saturating_sub(local.sub_chunk);
-        if rest > 0 && rest < local.sub_chunk {
-            local.budget
-        } else {
-            local.sub_chunk.min(local.budget).max(self.k)
         }
     }
 
@@ -165,6 +141,10 @@ impl Rule for Af {
         }
     }
 
+    /// The next sub-chunk's size for `request`: plans a new chunk from the
+    /// board when the thread's budget is spent, then hands out one sub-chunk
+    /// of it. Idempotent for a retried request (the budget only shrinks in
+    /// [`ThreadLocal::claimed`]).
     fn next_size(
         &self,
         remaining: u64,
@@ -172,7 +152,17 @@ impl Rule for Af {
         local: &mut ThreadLocal,
         board: &dyn TimingBoard,
     ) -> u64 {
-        Af::next_size(self, remaining, request, local, board)
+        if local.budget == 0 {
+            let chunk = self.size(remaining, request.thread, board);
+            local.budget = chunk;
+            local.sub_chunk = self.sub_chunk(chunk);
+        }
+        let rest = local.budget.saturating_sub(local.sub_chunk);
+        if rest > 0 && rest < local.sub_chunk {
+            local.budget
+        } else {
+            local.sub_chunk.min(local.budget).max(self.k)
+        }
     }
 }
 
