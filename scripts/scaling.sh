@@ -7,15 +7,20 @@
 #   cargo build --release -p keel-cli -p keel-bench --features keel-bench/libgomp
 #
 # Usage: scripts/scaling.sh SECTION OUTDIR [THREADS...]
-#   SECTION: loops | objects | farm | farm-full
+#   SECTION: loops | edge | objects | farm | farm-full
+#   edge runs the adaptive schedules on mandelbrot-edge against ss (the
+#   paired_ratios example, built with
+#   cargo build --release -p keel-experiments --example paired_ratios).
 #   farm-full runs experiments a, b, d and the per-item cost; farm runs a, b
 #   and the per-item cost (cheaper at large counts).
+# EPCC_ROUNDS (default 31), LOOPS_REPS (3) and EDGE_ROUNDS (7) set the
+# rounds of the loop sections.
 # Each run's output goes to OUTDIR/<section>-<threads>.txt; a section that
 # overruns its budget (SECTION_TIMEOUT seconds per thread count, default 150)
 # is cut off and says so.
 set -uo pipefail
 
-section=${1:?section: loops | objects | farm | farm-full}
+section=${1:?section: loops | edge | objects | farm | farm-full}
 outdir=${2:?output folder}
 shift 2
 threads=("$@")
@@ -38,8 +43,12 @@ echo "host: $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2);
 for t in "${threads[@]}"; do
     case $section in
     loops)
-        run "epcc-$t" "$bin/keel-bench-loops" --threads "$t" --quiet
-        KEEL_NUM_THREADS=$t run "loops-$t" "$bin/keel" bench loops --reps 3
+        run "epcc-$t" "$bin/keel-bench-loops" --threads "$t" --rounds "${EPCC_ROUNDS:-31}" --quiet
+        KEEL_NUM_THREADS=$t run "loops-$t" "$bin/keel" bench loops --reps "${LOOPS_REPS:-3}"
+        ;;
+    edge)
+        run "edge-$t" "$bin/examples/paired_ratios" --threads "$t" --rounds "${EDGE_ROUNDS:-7}" \
+            ss af maf fac mfac tap bold fac2 gss awf-b static-steal
         ;;
     objects)
         run "objects-$t" "$bin/keel" bench objects --threads "$t" --reps 3
