@@ -50,6 +50,18 @@ impl Shared {
             requests: CachePadded::new(AtomicU64::new(0)),
         }
     }
+
+    /// Resets what `plan`'s claims read, before its participants start:
+    /// nothing for static blocks and stealing, so that their instances
+    /// leave these lines alone.
+    pub(crate) fn ready(&self, plan: &Plan<'_>) {
+        if matches!(plan.claim(), Claim::Indexed | Claim::Remaining) {
+            self.next.store(0, Ordering::Relaxed);
+            if plan.numbers_requests() {
+                self.requests.store(0, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// What a participant of one loop instance reads. Under Keel's pool it
@@ -82,8 +94,16 @@ pub(crate) struct Instance<'a, 'p> {
 /// lives in `keel-policy`, so the simulator measures it the same way).
 pub(crate) use keel_policy::dls::ProfileSums;
 
-/// Runs participant `me`'s share of the loop.
+/// Runs participant `me`'s share of the loop and stores its end-of-loop
+/// stats in its slot.
 pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
+    participate_counted(me, instance, true);
+}
+
+/// Runs participant `me`'s share of the loop; stores its end-of-loop stats
+/// in its slot only when `stats` asks (they move the slot's line to whoever
+/// reads them). Returns the participant's chunk count.
+pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats: bool) -> u64 {
     let Instance {
         ref plan,
         n,
@@ -185,10 +205,13 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
             word.store(bits, Ordering::Relaxed);
         }
     }
-    slot.chunks.store(runner.chunks, Ordering::Relaxed);
-    slot.iterations.store(runner.iterations, Ordering::Relaxed);
-    slot.start.store(start.to_bits(), Ordering::Relaxed);
-    slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+    if stats {
+        slot.chunks.store(runner.chunks, Ordering::Relaxed);
+        slot.iterations.store(runner.iterations, Ordering::Relaxed);
+        slot.start.store(start.to_bits(), Ordering::Relaxed);
+        slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+    }
+    runner.chunks
 }
 
 struct Runner<'a, 'p> {

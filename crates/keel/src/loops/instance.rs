@@ -274,7 +274,7 @@ const ON: u8 = 2;
 static RECORD_ALL: AtomicU8 = AtomicU8::new(UNSET);
 
 /// Whether every instance is recorded.
-fn recording_all() -> bool {
+pub(crate) fn recording_all() -> bool {
     match RECORD_ALL.load(Ordering::Relaxed) {
         ON => true,
         OFF => false,
