@@ -100,6 +100,43 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     participate_counted(me, instance, true);
 }
 
+/// Participant `me`'s share of an instance that reads no clock, slot or
+/// trace (not recorded, traced or profiled), when its plan measures nothing
+/// and claims static blocks or indexed chunks: the claims and the body
+/// calls, nothing else. Returns the chunk count; `None`, having run
+/// nothing, for other plans.
+#[inline]
+pub(crate) fn participate_lean(
+    me: usize,
+    plan: &Plan<'_>,
+    body: &(dyn Fn(usize, u64, u64) + Sync),
+    shared: &Shared,
+) -> Option<u64> {
+    if plan.timing() != Timing::None {
+        return None;
+    }
+    let mut chunks = 0;
+    match plan.claim() {
+        Claim::Static => {
+            // A participant's `round`-th block is its `chunks`-th.
+            while let Some(chunk) = plan.static_block(me, chunks) {
+                body(me, chunk.start, chunk.end);
+                chunks += 1;
+            }
+        }
+        Claim::Indexed => loop {
+            let index = shared.next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = plan.chunk_at(index) else {
+                break;
+            };
+            body(me, chunk.start, chunk.end);
+            chunks += 1;
+        },
+        Claim::Remaining | Claim::Steal => return None,
+    }
+    Some(chunks)
+}
+
 /// Runs participant `me`'s share of the loop; stores its end-of-loop stats
 /// in its slot only when `stats` asks (they move the slot's line to whoever
 /// reads them). Returns the participant's chunk count.

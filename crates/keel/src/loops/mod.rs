@@ -292,6 +292,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
 /// claims. The caller touches them only where the plan needs it: each
 /// write here moves a cache line to this core and back. The end-of-loop
 /// stats need no reset: every participant overwrites its own.
+#[inline]
 pub(crate) fn ready_slots(plan: &dls::Plan<'_>, slots: &[CachePadded<Slot>]) {
     if plan.timing() != dls::Timing::None {
         slots.iter().for_each(|slot| slot.clear_timing());

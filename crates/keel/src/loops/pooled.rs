@@ -97,6 +97,12 @@ impl Broadcast for LoopJob<'_> {
         // SAFETY: written before the fork under the region lock, not again
         // before the join (see `LoopArea`'s `Sync`).
         let extras = unsafe { *area.extras.get() };
+        if extras == Extras::LEAN {
+            let lean = claim::participate_lean(team.index, &self.plan, self.body, &area.counters);
+            if let Some(chunks) = lean {
+                return chunks;
+            }
+        }
         let instance = claim::Instance {
             plan: self.plan,
             n: self.n,
@@ -143,7 +149,7 @@ impl ThreadPool {
                 ctx.provide_values(HINTS, Origin::User, hints);
             }
             let plan = parsed.schedule.plan(&shape, &ctx).map_err(schedule_error)?;
-            let chunks = self.fork_loop(plan, iterations, body, Extras::LEAN);
+            let chunks = self.fork_loop(threads, plan, iterations, body, Extras::LEAN);
             return Ok(unrecorded(lp, threads, iterations, chunks));
         }
         let spec = LoopSpec {
@@ -171,7 +177,7 @@ impl ThreadPool {
             stats: recorded,
         };
         if !recorded {
-            let chunks = self.fork_loop(plan, iterations, body, extras);
+            let chunks = self.fork_loop(threads, plan, iterations, body, extras);
             return Ok(unrecorded(lp, threads, iterations, chunks));
         }
         if threads == 1 {
@@ -213,15 +219,23 @@ impl ThreadPool {
         Ok(summary)
     }
 
-    /// Forks an instance of `plan`; the participants' chunk count.
+    /// Forks an instance of `plan` on `threads` participants (the team
+    /// size here); the participants' chunk count.
     fn fork_loop(
         &self,
+        threads: usize,
         plan: Plan<'_>,
         n: u64,
         body: &(dyn Fn(usize, u64, u64) + Sync),
         extras: Extras,
     ) -> u64 {
-        if self.team_size_here() == 1 {
+        if threads == 1 {
+            if extras == Extras::LEAN {
+                let counters = claim::Shared::new();
+                if let Some(chunks) = claim::participate_lean(0, &plan, body, &counters) {
+                    return chunks;
+                }
+            }
             let slots = [CachePadded::new(Slot::default())];
             return run_inline(plan, n, body, &slots, extras);
         }
