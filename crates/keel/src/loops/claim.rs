@@ -64,14 +64,12 @@ impl Shared {
     }
 }
 
-/// What a participant of one loop instance reads. Under Keel's pool it
-/// lives on the caller's stack and every worker reads it right after the
-/// fork, one cache miss per line: the plan is held by value and the fields
-/// every claim reads come first, so that they share the first line(s); the
+/// What a participant of one loop instance reads. Under Keel's pool each
+/// participant builds it on its own stack from the job the fork carried
+/// (`pooled.rs`), so reading it moves no line; threads Keel does not own
+/// each hold their own (with equal plans) over one set of counters. The
 /// shared counters, which only dynamic claims touch, sit on lines of their
-/// own behind a reference, so that threads Keel does not own can each hold
-/// their own `Instance` (with equal plans) over one set of counters.
-#[repr(C)]
+/// own behind a reference.
 pub(crate) struct Instance<'a, 'p> {
     pub(crate) plan: Plan<'p>,
     /// Iterations.

@@ -109,7 +109,7 @@ impl Broadcast for LoopJob<'_> {
             body: self.body,
             board: Board { slots: &area.slots },
             t0: extras.t0,
-            // SAFETY: the label outlives the region (`run_on` keeps it).
+            // SAFETY: the label outlives the region (`run_loop` keeps it).
             trace: unsafe { extras.trace.as_ref() },
             profile: extras.profile,
             shared: &area.counters,

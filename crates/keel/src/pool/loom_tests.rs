@@ -3,7 +3,8 @@
 //! crate's builder, compiled against loom through the crate's `sync`
 //! facade. The main models run two regions whose participants write their own
 //! cell, which the caller reads after the join, then drops the pool (the
-//! shutdown epoch). Loom fails a model on a data race over the job pointer
+//! shutdown epoch); another runs `region_with` with a job carried by value.
+//! Loom fails a model on a data race over the job pointer
 //! or a participant's cell (broken publication or join), or when every
 //! thread is parked (a lost wake-up: a worker that misses its epoch, or a
 //! caller that misses the last worker).

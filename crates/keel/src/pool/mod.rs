@@ -446,6 +446,7 @@ impl ThreadPool {
         shared.fork.args.with_mut(|args| unsafe {
             args.cast::<J>().write(job);
         });
+        // SAFETY: as above.
         shared
             .fork
             .entry
