@@ -223,6 +223,12 @@ fn cell() -> &'static OnceLock<Option<Tracer>> {
 /// The tracer, if `KEEL_TRACE` names a file that could be created. A file
 /// that cannot be created is reported once on stderr and tracing stays off:
 /// a trace is a diagnostic, it must not stop the program.
+/// Whether tracing is off (`KEEL_TRACE` unset, empty or unusable).
+#[inline]
+pub(crate) fn off() -> bool {
+    tracer().is_none()
+}
+
 pub(crate) fn tracer() -> Option<&'static Tracer> {
     cell()
         .get_or_init(|| {

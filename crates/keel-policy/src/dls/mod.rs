@@ -122,22 +122,16 @@ pub struct LoopShape {
 
 impl LoopShape {
     /// Validates the shape: at least one thread, a chunk parameter `>= 1`.
+    ///
+    /// Inlined, with the errors built out of line: every loop instance
+    /// makes a shape, and the check itself is two comparisons.
+    #[inline]
     pub fn new(iterations: u64, threads: usize, chunk: Option<u64>) -> Result<Self, PolicyError> {
         if threads == 0 {
-            return Err(PolicyError::InvalidParameter {
-                policy: "loop".into(),
-                key: "threads".into(),
-                value: "0".into(),
-                expected: "at least 1 thread".into(),
-            });
+            return Err(invalid_shape("threads", "0", "at least 1 thread"));
         }
         if chunk == Some(0) {
-            return Err(PolicyError::InvalidParameter {
-                policy: "loop".into(),
-                key: "chunk".into(),
-                value: "0".into(),
-                expected: "a chunk size >= 1".into(),
-            });
+            return Err(invalid_shape("chunk", "0", "a chunk size >= 1"));
         }
         Ok(LoopShape {
             iterations,
@@ -149,6 +143,18 @@ impl LoopShape {
     /// The chunk parameter, 1 when not given.
     pub fn min_chunk(&self) -> u64 {
         self.chunk.unwrap_or(1)
+    }
+}
+
+/// [`LoopShape::new`]'s error.
+#[cold]
+#[inline(never)]
+fn invalid_shape(key: &str, value: &str, expected: &str) -> PolicyError {
+    PolicyError::InvalidParameter {
+        policy: "loop".into(),
+        key: key.into(),
+        value: value.into(),
+        expected: expected.into(),
     }
 }
 

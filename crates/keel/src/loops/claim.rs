@@ -50,16 +50,26 @@ impl Shared {
             requests: CachePadded::new(AtomicU64::new(0)),
         }
     }
+
+    /// Resets what `plan`'s claims read, before its participants start:
+    /// nothing for static blocks and stealing, so that their instances
+    /// leave these lines alone.
+    pub(crate) fn ready(&self, plan: &Plan<'_>) {
+        if matches!(plan.claim(), Claim::Indexed | Claim::Remaining) {
+            self.next.store(0, Ordering::Relaxed);
+            if plan.numbers_requests() {
+                self.requests.store(0, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
-/// What a participant of one loop instance reads. Under Keel's pool it
-/// lives on the caller's stack and every worker reads it right after the
-/// fork, one cache miss per line: the plan is held by value and the fields
-/// every claim reads come first, so that they share the first line(s); the
+/// What a participant of one loop instance reads. Under Keel's pool each
+/// participant builds it on its own stack from the job the fork carried
+/// (`pooled.rs`), so reading it moves no line; threads Keel does not own
+/// each hold their own (with equal plans) over one set of counters. The
 /// shared counters, which only dynamic claims touch, sit on lines of their
-/// own behind a reference, so that threads Keel does not own can each hold
-/// their own `Instance` (with equal plans) over one set of counters.
-#[repr(C)]
+/// own behind a reference.
 pub(crate) struct Instance<'a, 'p> {
     pub(crate) plan: Plan<'p>,
     /// Iterations.
@@ -82,8 +92,53 @@ pub(crate) struct Instance<'a, 'p> {
 /// lives in `keel-policy`, so the simulator measures it the same way).
 pub(crate) use keel_policy::dls::ProfileSums;
 
-/// Runs participant `me`'s share of the loop.
+/// Runs participant `me`'s share of the loop and stores its end-of-loop
+/// stats in its slot.
 pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
+    participate_counted(me, instance, true);
+}
+
+/// Participant `me`'s share of an instance that reads no clock, slot or
+/// trace (not recorded, traced or profiled), when its plan measures nothing
+/// and claims static blocks or indexed chunks: the claims and the body
+/// calls, nothing else. Returns the chunk count; `None`, having run
+/// nothing, for other plans.
+#[inline]
+pub(crate) fn participate_lean(
+    me: usize,
+    plan: &Plan<'_>,
+    body: &(dyn Fn(usize, u64, u64) + Sync),
+    shared: &Shared,
+) -> Option<u64> {
+    if plan.timing() != Timing::None {
+        return None;
+    }
+    let mut chunks = 0;
+    match plan.claim() {
+        Claim::Static => {
+            // A participant's `round`-th block is its `chunks`-th.
+            while let Some(chunk) = plan.static_block(me, chunks) {
+                body(me, chunk.start, chunk.end);
+                chunks += 1;
+            }
+        }
+        Claim::Indexed => loop {
+            let index = shared.next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = plan.chunk_at(index) else {
+                break;
+            };
+            body(me, chunk.start, chunk.end);
+            chunks += 1;
+        },
+        Claim::Remaining | Claim::Steal => return None,
+    }
+    Some(chunks)
+}
+
+/// Runs participant `me`'s share of the loop; stores its end-of-loop stats
+/// in its slot only when `stats` asks (they move the slot's line to whoever
+/// reads them). Returns the participant's chunk count.
+pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats: bool) -> u64 {
     let Instance {
         ref plan,
         n,
@@ -185,10 +240,13 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
             word.store(bits, Ordering::Relaxed);
         }
     }
-    slot.chunks.store(runner.chunks, Ordering::Relaxed);
-    slot.iterations.store(runner.iterations, Ordering::Relaxed);
-    slot.start.store(start.to_bits(), Ordering::Relaxed);
-    slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+    if stats {
+        slot.chunks.store(runner.chunks, Ordering::Relaxed);
+        slot.iterations.store(runner.iterations, Ordering::Relaxed);
+        slot.start.store(start.to_bits(), Ordering::Relaxed);
+        slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+    }
+    runner.chunks
 }
 
 struct Runner<'a, 'p> {

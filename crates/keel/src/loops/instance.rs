@@ -2,7 +2,7 @@
 //! [`prepare`] (resolve the schedule, read what the loop kept, build the
 //! plan's inputs) → [`Prepared::plan`] → `claim::participate(me)` on every
 //! participant → [`Prepared::finish`] (record, summarise). Keel's pool
-//! drives it as one fork/join (`ParallelLoop::run_on`); threads Keel does
+//! drives it as one fork/join (`pooled.rs`); threads Keel does
 //! not own drive it through `foreign::Workshare`, where the first thread
 //! to arrive prepares and the last to leave finishes.
 //!
@@ -274,22 +274,27 @@ const ON: u8 = 2;
 static RECORD_ALL: AtomicU8 = AtomicU8::new(UNSET);
 
 /// Whether every instance is recorded.
-fn recording_all() -> bool {
+#[inline]
+pub(crate) fn recording_all() -> bool {
     match RECORD_ALL.load(Ordering::Relaxed) {
         ON => true,
         OFF => false,
-        _ => {
-            let on = env_record_all();
-            // Code that set the switch meanwhile wins over the environment.
-            let _ = RECORD_ALL.compare_exchange(
-                UNSET,
-                if on { ON } else { OFF },
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            RECORD_ALL.load(Ordering::Relaxed) == ON
-        }
+        _ => recording_all_from_env(),
     }
+}
+
+/// [`recording_all`] the first time: `KEEL_LOOP_RECORD` decides, unless
+/// code set the switch meanwhile.
+#[cold]
+fn recording_all_from_env() -> bool {
+    let on = env_record_all();
+    let _ = RECORD_ALL.compare_exchange(
+        UNSET,
+        if on { ON } else { OFF },
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    RECORD_ALL.load(Ordering::Relaxed) == ON
 }
 
 /// `KEEL_LOOP_RECORD`: `all` records every instance; unset, empty or

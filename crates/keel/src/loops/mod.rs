@@ -36,6 +36,7 @@ mod foreign;
 mod index;
 mod instance;
 mod parallel;
+mod pooled;
 mod record;
 mod schedule;
 mod state;
@@ -43,14 +44,12 @@ mod state;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 use keel_policy::concept::{Concept, Model, Subject};
 use keel_policy::dls::{self, ThreadTiming, TimingBoard};
-use keel_policy::{ContextHandler, PolicyError};
+use keel_policy::PolicyError;
 
-use instance::LoopSpec;
 use keel_policy::select::{self, Setting};
 use state::{Parsed, ParsedSchedule};
 
@@ -63,6 +62,7 @@ pub use instance::record_all;
 pub use parallel::{
     for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, ParallelLoop,
 };
+pub(crate) use pooled::LoopArea;
 pub use record::{
     all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord,
     SelectionTimeline,
@@ -252,8 +252,8 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let iterations = I::span(&self.range)?;
         let pool = self.pool_for(mode)?;
         if let Some(schedule) = &self.schedule {
-            return self.run_on(
-                pool,
+            return pool.run_loop(
+                &self,
                 iterations,
                 schedule.text(),
                 schedule.fixed(),
@@ -265,8 +265,8 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
             Mode::Strict => env_schedule(),
             Mode::Lenient => env_schedule_or_auto(),
         };
-        let result = self.run_on(
-            pool,
+        let result = pool.run_loop(
+            &self,
             iterations,
             text,
             env_fixed(text),
@@ -281,66 +281,10 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
                 warn::once("KEEL_SCHEDULE", text, || {
                     format!("KEEL_SCHEDULE={text:?} cannot run every loop ({error}); using auto")
                 });
-                self.run_on(pool, iterations, "auto", None, "KEEL_SCHEDULE", body)
+                pool.run_loop(&self, iterations, "auto", None, "KEEL_SCHEDULE", body)
             }
             other => other,
         }
-    }
-
-    fn run_on(
-        &self,
-        pool: &ThreadPool,
-        iterations: u64,
-        text: &str,
-        fixed: Option<&Parsed>,
-        source_name: &'static str,
-        body: &(dyn Fn(usize, u64, u64) + Sync),
-    ) -> Result<LoopSummary, LoopError> {
-        let schedule_error = |error| LoopError::Schedule { source_name, error };
-        let threads = pool.team_size_here();
-        let spec = LoopSpec {
-            id: &self.id,
-            text,
-            fixed,
-            iterations,
-            threads,
-            chunk: self.chunk,
-            weights: self
-                .weights
-                .as_deref()
-                .filter(|_| threads == pool.threads()),
-            hints: self.workload,
-            record: self.recorded,
-        };
-        let mut history = instance::History::new();
-        let prepared = instance::prepare(&spec, &mut history).map_err(schedule_error)?;
-        let mut ctx = ContextHandler::new();
-        prepared.provide(&mut ctx, &spec, &history);
-        let plan = prepared.plan(&ctx).map_err(schedule_error)?;
-
-        let nested;
-        let slots: &[CachePadded<Slot>] = if threads == pool.threads() {
-            pool.loop_slots()
-        } else {
-            nested = [CachePadded::new(Slot::default())];
-            &nested
-        };
-        ready_slots(&plan, slots);
-        let label = prepared.label(&self.id);
-        let shared = claim::Shared::new();
-        let instance = claim::Instance {
-            plan,
-            n: iterations,
-            shared: &shared,
-            board: Board { slots },
-            t0: prepared.recorded().then(Instant::now),
-            trace: label.as_ref(),
-            profile: prepared.profiled,
-            body,
-        };
-        pool.region(|team| claim::participate(team.index, &instance));
-        let t_par = instance.t0.map(|t0| t0.elapsed().as_secs_f64());
-        Ok(prepared.finish(&self.id, slots, t_par))
     }
 }
 
@@ -348,6 +292,7 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
 /// claims. The caller touches them only where the plan needs it: each
 /// write here moves a cache line to this core and back. The end-of-loop
 /// stats need no reset: every participant overwrites its own.
+#[inline]
 pub(crate) fn ready_slots(plan: &dls::Plan<'_>, slots: &[CachePadded<Slot>]) {
     if plan.timing() != dls::Timing::None {
         slots.iter().for_each(|slot| slot.clear_timing());

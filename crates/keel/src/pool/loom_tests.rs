@@ -3,7 +3,8 @@
 //! crate's builder, compiled against loom through the crate's `sync`
 //! facade. The main models run two regions whose participants write their own
 //! cell, which the caller reads after the join, then drops the pool (the
-//! shutdown epoch). Loom fails a model on a data race over the job pointer
+//! shutdown epoch); another runs `region_with` with a job carried by value.
+//! Loom fails a model on a data race over the job pointer
 //! or a participant's cell (broken publication or join), or when every
 //! thread is parked (a lost wake-up: a worker that misses its epoch, or a
 //! caller that misses the last worker).
@@ -13,7 +14,7 @@
 //! The one-worker models explore at that bound; the two-worker model at
 //! most 2 preemptions, unless run with `-- --ignored` (see below).
 
-use super::{ThreadPool, WaitPolicy};
+use super::{Broadcast, Team, ThreadPool, WaitPolicy};
 use crate::sync::{thread, Arc, UnsafeCell};
 
 /// One cell per participant, written by that participant in a region and
@@ -144,5 +145,75 @@ fn loom_two_callers_are_serialised_and_each_sees_its_region() {
         };
         run(&pool, 1);
         other.join().expect("the other caller finishes");
+    });
+}
+
+/// A job carried by value in the fork block ([`Broadcast`]): the region
+/// number and the address of the cells.
+#[derive(Clone, Copy)]
+struct Stamp<'a> {
+    region: u64,
+    cells: &'a Cells,
+    /// Written by `setup` on the caller before the fork, read by every
+    /// participant.
+    ready: &'a UnsafeCell<u64>,
+}
+
+// SAFETY: `ready` is written only by `setup` (no region running) and read
+// by participants of the region that follows; loom checks that ordering.
+unsafe impl Sync for Stamp<'_> {}
+
+impl Broadcast for Stamp<'_> {
+    fn run(&self, team: Team) -> u64 {
+        // SAFETY: written by `setup` before the fork, not again before the
+        // join: loom checks that the fork orders the two.
+        let ready = self.ready.with(|r| unsafe { *r });
+        assert_eq!(ready, self.region, "setup's write is visible to the job");
+        // SAFETY: this participant's own cell (see `Cells`).
+        self.cells
+            .cell(team.index)
+            .with_mut(|cell| unsafe { *cell = self.region * 10 + team.index as u64 });
+        team.index as u64 + 1
+    }
+}
+
+/// `region_with`: the job's bytes, `setup`'s writes and the workers'
+/// tallies are published by the fork and the join; `join` sees every
+/// participant's write and the summed tallies.
+#[test]
+fn loom_a_broadcast_job_its_setup_and_tallies_are_published() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(2, |b| b.min(2)));
+    builder.check(|| {
+        let pool = ThreadPool::builder()
+            .threads(2)
+            .wait_policy(WaitPolicy::Spins(1))
+            .pin(false)
+            .build()
+            .expect("a pool of 2 builds");
+        let cells = Cells((0..2).map(|_| UnsafeCell::new(0)).collect());
+        let ready = UnsafeCell::new(0);
+        for region in 1..=REGIONS {
+            let job = Stamp {
+                region,
+                cells: &cells,
+                ready: &ready,
+            };
+            let seen = pool.region_with(
+                job,
+                // SAFETY: no region runs while `setup` does.
+                || ready.with_mut(|r| unsafe { *r = region }),
+                |tally| {
+                    for (index, cell) in cells.0.iter().enumerate() {
+                        // SAFETY: after the join.
+                        let value = cell.with(|cell| unsafe { *cell });
+                        assert_eq!(value, region * 10 + index as u64);
+                    }
+                    tally
+                },
+            );
+            assert_eq!(seen, 1 + 2, "participants 0 and 1 tally 1 and 2");
+        }
+        drop(pool);
     });
 }

@@ -35,6 +35,7 @@ mod loom_tests;
 
 use std::any::Any;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -66,8 +67,70 @@ const SLEEPERS: u64 = EPOCH_ONE - 1;
 /// while the caller sleeps (README: Join).
 const CALLER_SLEEPS: usize = 1;
 
-/// A region's closure, type-erased. Called with the participant index.
-type Job<'a> = dyn Fn(usize) + Sync + 'a;
+/// Bytes of the fork block that carry a region's job by value (see
+/// [`Broadcast`]): with the epoch word and the job's entry point they fill
+/// the 128-byte block `CachePadded` gives the fork on x86-64 (an adjacent
+/// line pair, which the spatial prefetcher moves together).
+const BROADCAST_BYTES: usize = 112;
+
+/// The job's bytes in the fork block, 16-aligned (a plan may hold `u128`s).
+type Args = [MaybeUninit<u128>; BROADCAST_BYTES / 16];
+
+/// A region's entry point, monomorphised per job type: runs participant
+/// `team`'s share of the job stored in the args and returns its tally.
+type Entry = unsafe fn(*const Args, Team) -> u64;
+
+/// A region's job, carried by value in the fork's own cache lines, so that
+/// a worker finds everything it reads at the fork in the lines that tell it
+/// to start: a region whose job holds no pointer into the caller's frame
+/// moves no other line from the caller to a worker.
+///
+/// The job is copied bit for bit into the pool (hence `Copy`: it owns
+/// nothing to drop) and read by every participant by shared reference
+/// (hence `Sync`). It must fit in [`BROADCAST_BYTES`] bytes, with an
+/// alignment of at most 16, which [`ThreadPool::region_with`] checks at
+/// compile time.
+pub(crate) trait Broadcast: Copy + Sync {
+    /// Participant `team.index`'s share; the returned tallies of all
+    /// participants are summed for the caller.
+    fn run(&self, team: Team) -> u64;
+}
+
+/// [`Entry`] for jobs of type `J`.
+///
+/// # Safety
+///
+/// `args` holds a `J` written by [`ThreadPool::region_with`], alive for the
+/// whole call.
+unsafe fn entry<J: Broadcast>(args: *const Args, team: Team) -> u64 {
+    // SAFETY: as the function's contract says; `Args` is 8-aligned and at
+    // least as large as `J` (checked where it was written).
+    let job = unsafe { &*args.cast::<J>() };
+    job.run(team)
+}
+
+/// [`ThreadPool::region`]'s closure as a [`Broadcast`] job: only its
+/// address travels.
+struct ClosureJob<F>(*const F);
+
+impl<F> Clone for ClosureJob<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for ClosureJob<F> {}
+
+// SAFETY: the pointer is to an `F: Sync`, alive for the region (the caller
+// does not return before the join).
+unsafe impl<F: Sync> Sync for ClosureJob<F> {}
+
+impl<F: Fn(Team) + Sync> Broadcast for ClosureJob<F> {
+    fn run(&self, team: Team) -> u64 {
+        // SAFETY: see the `Sync` impl.
+        unsafe { (*self.0)(team) };
+        0
+    }
+}
 
 #[cfg(not(loom))]
 thread_local! {
@@ -99,10 +162,14 @@ struct Shared {
     id: usize,
     threads: usize,
     spins: u32,
-    /// What a worker reads to start a region, in one cache line.
+    /// What a worker reads to start a region, in one cache-line block.
     fork: CachePadded<Fork>,
-    /// Running workers × 2, plus [`CALLER_SLEEPS`].
-    join: CachePadded<AtomicUsize>,
+    /// Running workers × 2, plus [`CALLER_SLEEPS`]; and the tallies.
+    join: CachePadded<Join>,
+    /// Set by the pool's drop before its last epoch; apart from the fork
+    /// block, which the caller writes on every region, so that a worker's
+    /// read of it finds a line it already holds.
+    shutdown: AtomicBool,
     /// Where a sleeping caller waits for the last worker (README: Join).
     caller_wake: (Mutex<()>, Condvar),
     /// What only callers write, on a line no worker reads in a clean region
@@ -119,25 +186,35 @@ struct CallerSide {
     panicked: AtomicBool,
 }
 
-/// The epoch word and the job it publishes share a cache line, so a worker
-/// that sees a new epoch already holds the job pointer.
+/// The epoch word and the job it publishes share a cache-line block, so a
+/// worker that sees a new epoch already holds the job.
 struct Fork {
     /// Epoch and parked-worker count (see [`EPOCH_ONE`]).
     state: AtomicU64,
-    /// The current region's job; written by the caller under `region` before
-    /// a new epoch publishes it, read by workers after they see that epoch.
-    job: UnsafeCell<Option<*const Job<'static>>>,
-    /// Set by the pool's drop before its last epoch.
-    shutdown: AtomicBool,
+    /// The current region's entry point; written by the caller under
+    /// `region` before a new epoch publishes it, read by workers after they
+    /// see that epoch.
+    entry: UnsafeCell<Option<Entry>>,
+    /// The current region's job, by value; written and read as `entry`.
+    args: UnsafeCell<Args>,
 }
 
-// SAFETY: `job` is written only by the thread holding `region` before it
-// publishes it with the epoch increment (AcqRel), and read only by workers
-// after they observe that epoch (Acquire) and before they decrement `join`,
-// which the writer waits to see at zero before writing again. Everything
-// else is atomic or behind a mutex.
+/// The join word and the participants' summed tallies, on one line: a
+/// worker that adds its tally already owns the line for its decrement.
+struct Join {
+    /// Running workers × 2, plus [`CALLER_SLEEPS`].
+    running: AtomicUsize,
+    /// The sum of the workers' tallies in this region.
+    tally: AtomicU64,
+}
+
+// SAFETY: `entry` and `args` are written only by the thread holding
+// `region` before it publishes them with the epoch increment (AcqRel), and
+// read only by workers after they observe that epoch (Acquire) and before
+// they decrement `join`, which the writer waits to see at zero before
+// writing again. Everything else is atomic or behind a mutex.
 unsafe impl Sync for Shared {}
-// SAFETY: the raw job pointer is only dereferenced during the region that
+// SAFETY: the job's pointers are only dereferenced during the region that
 // owns it (see above); the rest is Send.
 unsafe impl Send for Shared {}
 
@@ -145,9 +222,9 @@ unsafe impl Send for Shared {}
 pub struct ThreadPool {
     shared: Arc<Shared>,
     handles: Vec<JoinHandle<()>>,
-    /// Per-participant state of the loop running in a region (one region
-    /// at a time, so one set suffices).
-    loop_slots: Box<[CachePadded<crate::loops::Slot>]>,
+    /// What the loop running in a region shares (one region at a time, so
+    /// one set suffices).
+    pub(crate) loop_area: Box<crate::loops::LoopArea>,
 }
 
 impl std::fmt::Debug for ThreadPool {
@@ -234,10 +311,14 @@ impl ThreadPool {
             spins: spin_budget(spins),
             fork: CachePadded::new(Fork {
                 state: AtomicU64::new(0),
-                job: UnsafeCell::new(None),
-                shutdown: AtomicBool::new(false),
+                entry: UnsafeCell::new(None),
+                args: UnsafeCell::new([MaybeUninit::uninit(); BROADCAST_BYTES / 16]),
             }),
-            join: CachePadded::new(AtomicUsize::new(0)),
+            join: CachePadded::new(Join {
+                running: AtomicUsize::new(0),
+                tally: AtomicU64::new(0),
+            }),
+            shutdown: AtomicBool::new(false),
             caller_wake: (Mutex::new(()), Condvar::new()),
             workers: OnceLock::new(),
             caller_side: CachePadded::new(CallerSide {
@@ -275,7 +356,7 @@ impl ThreadPool {
                     let partial = ThreadPool {
                         shared,
                         handles,
-                        loop_slots: Box::new([]),
+                        loop_area: Box::new(crate::loops::LoopArea::new(0)),
                     };
                     drop(partial);
                     return Err(e);
@@ -285,16 +366,11 @@ impl ThreadPool {
         let _ = shared
             .workers
             .set(handles.iter().map(|h| h.thread().clone()).collect());
-        let loop_slots = (0..threads).map(|_| CachePadded::default()).collect();
         Ok(ThreadPool {
             shared,
             handles,
-            loop_slots,
+            loop_area: Box::new(crate::loops::LoopArea::new(threads)),
         })
-    }
-
-    pub(crate) fn loop_slots(&self) -> &[CachePadded<crate::loops::Slot>] {
-        &self.loop_slots
     }
 
     /// Number of participants of a region started from outside the pool.
@@ -324,10 +400,37 @@ impl ThreadPool {
     where
         F: Fn(Team) + Sync,
     {
+        self.region_with(ClosureJob(&f), || {}, |_| {});
+    }
+
+    /// Runs `job.run(team)` once on each of the
+    /// [`ThreadPool::team_size_here`] participants, as [`ThreadPool::region`]
+    /// runs its closure, with the job itself carried in the fork's lines;
+    /// returns what `join` makes of the sum of the participants' tallies.
+    /// `setup` runs first and `join` after the participants joined, both on
+    /// the caller while no other region of this pool runs: where state the
+    /// participants share is made ready for this region and read after it.
+    /// Neither runs when the region runs inline on one participant, nor
+    /// `join` when a participant panicked.
+    pub(crate) fn region_with<J: Broadcast, R>(
+        &self,
+        job: J,
+        setup: impl FnOnce(),
+        join: impl FnOnce(u64) -> R,
+    ) -> R {
+        const {
+            assert!(
+                size_of::<J>() <= size_of::<Args>(),
+                "a broadcast job must fit the fork block"
+            );
+            assert!(
+                align_of::<J>() <= align_of::<Args>(),
+                "a broadcast job must be at most 16-aligned"
+            );
+        }
         let size = self.team_size_here();
         if size == 1 {
-            f(Team { index: 0, size: 1 });
-            return;
+            return join(job.run(Team { index: 0, size: 1 }));
         }
         let shared = &*self.shared;
         let _region = shared
@@ -335,28 +438,22 @@ impl ThreadPool {
             .region
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let job = |index: usize| {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(Team { index, size })))
-            {
-                let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
-                slot.get_or_insert(payload);
-                shared.caller_side.panicked.store(true, Ordering::Relaxed);
-            }
-        };
-        let job_ref: &Job<'_> = &job;
-        // SAFETY: the lifetime is erased only to store the pointer in the
-        // pool; this function does not return before `join` reaches 0,
-        // after which no worker dereferences it (README: Join).
-        let job_ptr: *const Job<'static> =
-            unsafe { std::mem::transmute::<&Job<'_>, &Job<'static>>(job_ref) };
+        setup();
         // SAFETY: we hold `region`; workers are all waiting for the next
-        // epoch, so nobody reads `job` now (README: Fork).
+        // epoch, so nobody reads `entry` or `args` now (README: Fork). `J`
+        // fits `Args` (checked above) and is `Copy`, so overwriting the
+        // previous job's bytes drops nothing.
+        shared.fork.args.with_mut(|args| unsafe {
+            args.cast::<J>().write(job);
+        });
+        // SAFETY: as above.
         shared
             .fork
-            .job
-            .with_mut(|job| unsafe { *job = Some(job_ptr) });
-        shared.join.store(2 * (size - 1), Ordering::Relaxed);
-        // Publishes job and join (Release), and tells whether any worker
+            .entry
+            .with_mut(|entry| unsafe { *entry = Some(entry_of::<J>()) });
+        shared.join.tally.store(0, Ordering::Relaxed);
+        shared.join.running.store(2 * (size - 1), Ordering::Relaxed);
+        // Publishes the job and join (Release), and tells whether any worker
         // announced sleep before this epoch: one word, so a worker either
         // saw this epoch or is counted here (README: Wait).
         let before = shared.fork.state.fetch_add(EPOCH_ONE, Ordering::AcqRel);
@@ -369,14 +466,18 @@ impl ThreadPool {
         }
 
         let outer = IN_POOL.with(|p| p.replace(shared.id));
-        job(0);
+        // The caller runs its own copy of the job: the fork block is the
+        // workers' to read now.
+        let own = run_caught(shared, || job.run(Team { index: 0, size }));
         IN_POOL.with(|p| p.set(outer));
         self.wait_for_workers();
 
         // Relaxed: `join`'s Acquire above already ordered the panicking
         // participant's store before this load.
         if !shared.caller_side.panicked.load(Ordering::Relaxed) {
-            return;
+            // Relaxed: each worker added its tally before its Release
+            // decrement of `join`, which `wait_for_workers` acquired.
+            return join(own.wrapping_add(shared.join.tally.load(Ordering::Relaxed)));
         }
         shared.caller_side.panicked.store(false, Ordering::Relaxed);
         let payload = shared
@@ -384,10 +485,10 @@ impl ThreadPool {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(payload) = payload {
-            drop(_region);
-            panic::resume_unwind(payload);
-        }
+        drop(_region);
+        // `panicked` is set only after a payload is stored, and only the
+        // caller takes it: a payload is there.
+        panic::resume_unwind(payload.unwrap_or_else(|| Box::new("a participant panicked")))
     }
 
     fn wait_for_workers(&self) {
@@ -395,7 +496,7 @@ impl ThreadPool {
         let mut spins = 0u32;
         loop {
             // Acquire: makes every worker's writes in the region visible.
-            let join = shared.join.load(Ordering::Acquire);
+            let join = shared.join.running.load(Ordering::Acquire);
             if join / 2 == 0 {
                 return;
             }
@@ -409,6 +510,7 @@ impl ThreadPool {
             let asleep = join & CALLER_SLEEPS != 0
                 || shared
                     .join
+                    .running
                     .compare_exchange(
                         join,
                         join | CALLER_SLEEPS,
@@ -421,7 +523,7 @@ impl ThreadPool {
                 // decrement, so checking `join` under it cannot miss it.
                 let (lock, wake) = &shared.caller_wake;
                 let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-                while shared.join.load(Ordering::Acquire) / 2 != 0 {
+                while shared.join.running.load(Ordering::Acquire) / 2 != 0 {
                     guard = wake.wait(guard).unwrap_or_else(|e| e.into_inner());
                 }
                 return;
@@ -432,7 +534,7 @@ impl ThreadPool {
 
 impl Drop for ThreadPool {
     fn drop(&mut self) {
-        self.shared.fork.shutdown.store(true, Ordering::Relaxed);
+        self.shared.shutdown.store(true, Ordering::Relaxed);
         self.shared
             .fork
             .state
@@ -462,24 +564,56 @@ fn worker_main(shared: &Shared, index: usize) {
     loop {
         seen = wait_for_epoch(shared, seen);
         // Relaxed: the epoch's Acquire ordered the drop's store before it.
-        if shared.fork.shutdown.load(Ordering::Relaxed) {
+        if shared.shutdown.load(Ordering::Relaxed) {
             return;
         }
-        // SAFETY: the new epoch published `job` (README: Fork); the caller
-        // keeps the closure alive until we decrement `join` below.
-        let job = shared
+        // SAFETY: the new epoch published `entry` and `args` (README:
+        // Fork); the caller keeps whatever the job points to alive until
+        // we decrement `join` below.
+        let entry = shared
             .fork
-            .job
-            .with(|job| unsafe { *job })
+            .entry
+            .with(|entry| unsafe { *entry })
             .expect("a published region has a job");
-        // SAFETY: as above; `job` points to the caller's live closure.
-        unsafe { (*job)(index) };
-        if shared.join.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
+        let team = Team {
+            index,
+            size: shared.threads,
+        };
+        // SAFETY: as above; `args` holds the job `entry` was made for.
+        let tally = shared
+            .fork
+            .args
+            .with(|args| run_caught(shared, || unsafe { entry(args, team) }));
+        if tally != 0 {
+            // Relaxed: published by the decrement below (Release).
+            shared.join.tally.fetch_add(tally, Ordering::Relaxed);
+        }
+        if shared.join.running.fetch_sub(2, Ordering::AcqRel) == 2 | CALLER_SLEEPS {
             // The caller sleeps on the pool's condition variable, which
             // outlives the region: nothing of the region is touched here.
             let (lock, wake) = &shared.caller_wake;
             drop(lock.lock().unwrap_or_else(|e| e.into_inner()));
             wake.notify_one();
+        }
+    }
+}
+
+/// [`entry`] for `J`, as a plain function pointer.
+fn entry_of<J: Broadcast>() -> Entry {
+    entry::<J>
+}
+
+/// Runs one participant's share under `catch_unwind`: a panic is kept for
+/// the caller to resume after the join (the first one wins), and its tally
+/// is 0.
+fn run_caught(shared: &Shared, share: impl FnOnce() -> u64) -> u64 {
+    match panic::catch_unwind(AssertUnwindSafe(share)) {
+        Ok(tally) => tally,
+        Err(payload) => {
+            let mut slot = shared.panic.lock().unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert(payload);
+            shared.caller_side.panicked.store(true, Ordering::Relaxed);
+            0
         }
     }
 }
@@ -520,139 +654,4 @@ pub fn global() -> Result<&'static ThreadPool, PoolError> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicUsize;
-
-    fn pool(threads: usize, wait: WaitPolicy) -> ThreadPool {
-        ThreadPool::builder()
-            .threads(threads)
-            .wait_policy(wait)
-            .pin(false)
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn every_participant_runs_once_per_region() {
-        for wait in [
-            WaitPolicy::Active,
-            WaitPolicy::Passive,
-            WaitPolicy::Spins(10),
-        ] {
-            let pool = pool(4, wait);
-            for _ in 0..200 {
-                let hits: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
-                pool.region(|team| {
-                    assert_eq!(team.size, 4);
-                    hits[team.index].fetch_add(1, Ordering::Relaxed);
-                });
-                assert!(
-                    hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
-                    "{wait:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn zero_threads_is_an_error() {
-        assert_eq!(
-            ThreadPool::builder().threads(0).build().unwrap_err(),
-            PoolError::ZeroThreads
-        );
-    }
-
-    #[test]
-    fn a_single_thread_pool_runs_on_the_caller() {
-        let pool = pool(1, WaitPolicy::Bounded);
-        let caller = thread::current().id();
-        pool.region(|team| {
-            assert_eq!(team, Team { index: 0, size: 1 });
-            assert_eq!(thread::current().id(), caller);
-        });
-    }
-
-    #[test]
-    fn nested_regions_run_inline_without_deadlock() {
-        let pool = pool(3, WaitPolicy::Bounded);
-        let inner_runs = AtomicUsize::new(0);
-        pool.region(|outer| {
-            assert_eq!(pool.team_size_here(), 1);
-            pool.region(|inner| {
-                assert_eq!(inner.size, 1);
-                inner_runs.fetch_add(1, Ordering::Relaxed);
-            });
-            let _ = outer;
-        });
-        assert_eq!(inner_runs.load(Ordering::Relaxed), 3);
-        assert_eq!(pool.team_size_here(), 3, "the caller leaves the region");
-    }
-
-    #[test]
-    fn a_panic_reaches_the_caller_and_the_pool_stays_usable() {
-        let pool = pool(3, WaitPolicy::Bounded);
-        let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            pool.region(|team| {
-                if team.index == 2 {
-                    panic!("participant 2 failed");
-                }
-            })
-        }));
-        let payload = result.unwrap_err();
-        assert_eq!(
-            payload.downcast_ref::<&str>(),
-            Some(&"participant 2 failed")
-        );
-        let count = AtomicUsize::new(0);
-        pool.region(|_| {
-            count.fetch_add(1, Ordering::Relaxed);
-        });
-        assert_eq!(count.load(Ordering::Relaxed), 3);
-    }
-
-    #[test]
-    fn parked_workers_wake_for_the_next_region() {
-        let pool = pool(3, WaitPolicy::Passive);
-        for _ in 0..20 {
-            // Let the workers park, then fork again.
-            thread::sleep(std::time::Duration::from_millis(2));
-            let count = AtomicUsize::new(0);
-            pool.region(|_| {
-                count.fetch_add(1, Ordering::Relaxed);
-            });
-            assert_eq!(count.load(Ordering::Relaxed), 3);
-        }
-    }
-
-    #[test]
-    fn stress_four_times_more_threads_than_cores() {
-        let cores = thread::available_parallelism().map_or(2, |n| n.get());
-        let pool = pool(4 * cores, WaitPolicy::Bounded);
-        let total = AtomicUsize::new(0);
-        for _ in 0..300 {
-            pool.region(|_| {
-                total.fetch_add(1, Ordering::Relaxed);
-            });
-        }
-        assert_eq!(total.load(Ordering::Relaxed), 300 * 4 * cores);
-    }
-
-    #[test]
-    fn regions_from_several_outside_threads_are_serialised() {
-        let pool = pool(2, WaitPolicy::Bounded);
-        let total = AtomicUsize::new(0);
-        thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..100 {
-                        pool.region(|_| {
-                            total.fetch_add(1, Ordering::Relaxed);
-                        });
-                    }
-                });
-            }
-        });
-        assert_eq!(total.load(Ordering::Relaxed), 4 * 100 * 2);
-    }
-}
+mod tests;
