@@ -1,0 +1,219 @@
+//! `eft`: earliest-finish-time dispatch, the farm's form of the `lpt-eft`
+//! mapping (Gonzalez, Ibarra, Sahni, "Bounds for LPT schedules on uniform
+//! processors"): each item goes to the worker on which it would *finish*
+//! first, `time + cost / speed`, where `time` is what already waits in that
+//! worker's queue. The candidates and their order are the mapping's own
+//! ([`EftCandidate`]), so on a stream dispatched at once in decreasing cost
+//! with the speeds known, the farm places every item where `lpt-eft` does.
+//!
+//! **What it reads.** Each worker's level (every item, as
+//! `shortest-queue`), its speed ([`QueueView::speed`]: told by the user, or
+//! measured by the context as work done over busy time), and the item's
+//! cost hint ([`QueueView::cost_hint`], work units = seconds at speed 1).
+//! An item without a valid hint (none, NaN, negative, infinite) costs the
+//! mean of the valid hints seen so far, or 1 when there are none: with no
+//! hints at all every item is one unit and a measured speed is items per
+//! busy second, so `cost / speed` is the worker's mean service time. A
+//! worker whose speed is not known (not measured yet, or not finite and
+//! positive) is taken at the mean of the known speeds, or 1.
+//!
+//! **The queue's time.** The policy remembers the duration (`cost /
+//! speed`, at the speed known when it sent it) of every item it sent each
+//! worker, in order; queues are FIFO and the emitter is their only
+//! producer, so a level of `l` means the first items of that list have
+//! left and the last `l` still wait. An item a worker is running has left
+//! its queue and no longer counts, the levels' model (FastFlow's
+//! `length()`), which the paper's shortest-queue ideal shares. `eft` sends
+//! no markers, so its levels are items only; items in a queue that the
+//! policy did not send count at the mean cost.
+//!
+//! **Throttling.** Measured speeds are only known once workers have run
+//! items; a fast emitter with unbounded queues sends a whole stream before
+//! that. `capacity=N` bounds every queue at `N` items (as `on-demand`
+//! does), so items are placed while the workers run and each decision sees
+//! recent speeds. Without it the farm's own capacity holds.
+//!
+//! Ties in finish time: at one speed the worker with less time queued,
+//! then the lower index; at different speeds the lower index.
+//!
+//! ```
+//! use keel_policy::farm::{parse, FarmConfig, ScriptedQueues};
+//! let mut eft = parse("eft").unwrap();
+//! eft.start(&FarmConfig::new(2, None).unwrap()).unwrap();
+//! // Worker 1 runs at a tenth of worker 0's speed.
+//! let mut queues = ScriptedQueues::new(2);
+//! queues.speeds = Some(vec![1.0, 0.1]);
+//! let sent: Vec<_> = (0..12).map(|_| {
+//!     let d = eft.next(&queues);
+//!     queues.apply(d).unwrap()
+//! }).collect();
+//! // Worker 1 gets an item only when worker 0's queue is 10 items long.
+//! assert_eq!(sent.iter().filter(|&&w| w == 1).count(), 1);
+//! assert_eq!(sent[10], 1);
+//! ```
+
+use std::collections::VecDeque;
+
+use super::{positive, Decision, Dispatch, FarmConfig, FarmError, QueueView};
+use crate::mapping::EftCandidate;
+use crate::spec::{Spec, SpecValue};
+
+/// Earliest-finish-time dispatch (see the module notes).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Eft {
+    capacity: Option<usize>,
+    /// Per worker: durations of the items sent that may still be queued.
+    queued: Vec<VecDeque<f64>>,
+    /// Per worker: the sum of `queued`.
+    time: Vec<f64>,
+    /// Per worker: the speed used for the current item (scratch).
+    speeds: Vec<f64>,
+    hint_sum: f64,
+    hints: u64,
+}
+
+impl Eft {
+    /// EFT on the farm's own queues.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// EFT on queues bounded at `capacity` items (`>= 1`).
+    pub fn bounded(capacity: usize) -> Result<Self, FarmError> {
+        if capacity == 0 {
+            return Err(FarmError::ZeroCapacity);
+        }
+        Ok(Eft {
+            capacity: Some(capacity),
+            ..Self::default()
+        })
+    }
+
+    /// Builds `eft[:capacity=N]`.
+    pub fn from_spec(spec: &Spec) -> Result<Self, FarmError> {
+        spec.check_keys(&["capacity"])?;
+        match positive(spec, "capacity", FarmError::ZeroCapacity)? {
+            Some(c) => Self::bounded(c),
+            None => Ok(Self::new()),
+        }
+    }
+
+    /// The current item's cost: its valid hint, else the mean valid hint,
+    /// else one unit.
+    fn cost(&mut self, hint: Option<f64>) -> f64 {
+        match hint {
+            Some(c) if c.is_finite() && c >= 0.0 => {
+                self.hint_sum += c;
+                self.hints += 1;
+                c
+            }
+            _ => self.mean_cost(),
+        }
+    }
+
+    /// The mean valid hint so far, or one unit.
+    fn mean_cost(&self) -> f64 {
+        if self.hints > 0 {
+            self.hint_sum / self.hints as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// Fills `self.speeds` from the view: valid speeds as given, the rest
+    /// at the mean of the valid ones (or 1).
+    fn read_speeds(&mut self, view: &dyn QueueView) {
+        let (mut sum, mut known) = (0.0, 0usize);
+        for (w, s) in self.speeds.iter_mut().enumerate() {
+            *s = match view.speed(w) {
+                Some(v) if v.is_finite() && v > 0.0 => {
+                    sum += v;
+                    known += 1;
+                    v
+                }
+                _ => f64::NAN,
+            };
+        }
+        if known < self.speeds.len() {
+            let fill = if known > 0 { sum / known as f64 } else { 1.0 };
+            for s in self.speeds.iter_mut().filter(|s| s.is_nan()) {
+                *s = fill;
+            }
+        }
+    }
+}
+
+impl Dispatch for Eft {
+    fn spec(&self) -> Spec {
+        let mut spec = Spec::named("eft");
+        if let Some(c) = self.capacity {
+            spec.params
+                .push(("capacity".into(), SpecValue::Token(c.to_string())));
+        }
+        spec
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        self.capacity
+    }
+
+    fn reads_speeds(&self) -> bool {
+        true
+    }
+
+    fn start(&mut self, config: &FarmConfig) -> Result<(), FarmError> {
+        let config = FarmConfig::new(config.workers, config.capacity)?;
+        let p = config.workers;
+        self.queued = vec![VecDeque::new(); p];
+        self.time = vec![0.0; p];
+        self.speeds = vec![1.0; p];
+        self.hint_sum = 0.0;
+        self.hints = 0;
+        Ok(())
+    }
+
+    fn next(&mut self, view: &dyn QueueView) -> Decision {
+        let cost = self.cost(view.cost_hint());
+        self.read_speeds(view);
+        let mut best: Option<EftCandidate> = None;
+        for w in 0..self.queued.len() {
+            let level = view.level(w);
+            let queued = &mut self.queued[w];
+            while queued.len() > level {
+                let gone = queued.pop_front().unwrap_or(0.0);
+                self.time[w] -= gone;
+            }
+            if queued.is_empty() {
+                // No drift left over from the subtractions.
+                self.time[w] = 0.0;
+            }
+            if !view.has_room(w) {
+                continue;
+            }
+            // Items this policy did not send (none, when it is the queue's
+            // only producer since `start`) count at the mean cost.
+            let unknown = level - queued.len();
+            let time = if unknown == 0 {
+                self.time[w]
+            } else {
+                self.time[w] + unknown as f64 * self.mean_cost() / self.speeds[w]
+            };
+            let here = EftCandidate::new(w, time, self.speeds[w], cost);
+            if best.is_none_or(|b| here.beats(&b)) {
+                best = Some(here);
+            }
+        }
+        match best {
+            Some(chosen) => {
+                self.queued[chosen.pu].push_back(chosen.duration);
+                self.time[chosen.pu] += chosen.duration;
+                Decision::Send(chosen.pu)
+            }
+            None => Decision::WaitForRoom,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "eft_tests.rs"]
+mod tests;
