@@ -17,15 +17,18 @@
 //! worker whose speed is not known (not measured yet, or not finite and
 //! positive) is taken at the mean of the known speeds, or 1.
 //!
-//! **The queue's time.** The policy remembers the duration (`cost /
+//! **The worker's time.** The policy remembers the duration (`cost /
 //! speed`, at the speed known when it sent it) of every item it sent each
-//! worker, in order; queues are FIFO and the emitter is their only
-//! producer, so a level of `l` means the first items of that list have
-//! left and the last `l` still wait. An item a worker is running has left
-//! its queue and no longer counts, the levels' model (FastFlow's
-//! `length()`), which the paper's shortest-queue ideal shares. `eft` sends
-//! no markers, so its levels are items only; items in a queue that the
-//! policy did not send count at the mean cost.
+//! worker, in order, until the worker has finished it
+//! ([`QueueView::done`]). Queues are FIFO and the emitter is their only
+//! producer, so of the `n` items sent and not known finished the first
+//! `n − level` have left the queue: the one in service, whose full
+//! duration still counts (the policy knows when it was sent, not when it
+//! started), and any finished since the context last counted. A context
+//! that does not count finished items gets one item in service assumed
+//! whenever some have left the queue. `eft` sends no markers, so its levels
+//! are items only; items in a queue that the policy did not send count at
+//! the mean cost.
 //!
 //! **Throttling.** Measured speeds are only known once workers have run
 //! items; a fast emitter with unbounded queues sends a whole stream before
@@ -62,8 +65,10 @@ use crate::spec::{Spec, SpecValue};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Eft {
     capacity: Option<usize>,
-    /// Per worker: durations of the items sent that may still be queued.
+    /// Per worker: durations of the items sent and not known finished.
     queued: Vec<VecDeque<f64>>,
+    /// Per worker: items sent since `start`.
+    sent: Vec<u64>,
     /// Per worker: the sum of `queued`.
     time: Vec<f64>,
     /// Per worker: the speed used for the current item (scratch).
@@ -166,6 +171,7 @@ impl Dispatch for Eft {
         let p = config.workers;
         self.queued = vec![VecDeque::new(); p];
         self.time = vec![0.0; p];
+        self.sent = vec![0; p];
         self.speeds = vec![1.0; p];
         self.hint_sum = 0.0;
         self.hints = 0;
@@ -178,8 +184,16 @@ impl Dispatch for Eft {
         let mut best: Option<EftCandidate> = None;
         for w in 0..self.queued.len() {
             let level = view.level(w);
+            let sent = self.sent[w];
+            let outstanding = match view.done(w) {
+                Some(done) => sent.saturating_sub(done),
+                None => level as u64 + u64::from(sent > level as u64),
+            };
+            let outstanding = usize::try_from(outstanding)
+                .unwrap_or(usize::MAX)
+                .max(level);
             let queued = &mut self.queued[w];
-            while queued.len() > level {
+            while queued.len() > outstanding {
                 let gone = queued.pop_front().unwrap_or(0.0);
                 self.time[w] -= gone;
             }
@@ -192,7 +206,7 @@ impl Dispatch for Eft {
             }
             // Items this policy did not send (none, when it is the queue's
             // only producer since `start`) count at the mean cost.
-            let unknown = level - queued.len();
+            let unknown = level.saturating_sub(queued.len());
             let time = if unknown == 0 {
                 self.time[w]
             } else {
@@ -206,6 +220,7 @@ impl Dispatch for Eft {
         match best {
             Some(chosen) => {
                 self.queued[chosen.pu].push_back(chosen.duration);
+                self.sent[chosen.pu] += 1;
                 self.time[chosen.pu] += chosen.duration;
                 Decision::Send(chosen.pu)
             }

@@ -70,9 +70,14 @@ fn drained_queues_lose_their_time() {
     view.cost = Some(1.0);
     assert_eq!(view.apply(eft.next(&view)), Some(1));
     assert_eq!(view.apply(eft.next(&view)), Some(1));
-    // Worker 0 has taken its 5-unit item: its queue is empty, while worker
-    // 1 still holds 2 units.
+    // Worker 0 has taken its 5-unit item out of its queue. Not known to
+    // be finished, it is in service and still counts: 5 against 2.
     view.levels[0] = 0;
+    assert_eq!(eft.next(&view), Decision::Send(1));
+    // Known finished, worker 0 is free: 0 against 2 (the 3rd unit sent to
+    // worker 1 above is in its queue, as the level below says).
+    view.levels[1] = 3;
+    view.done = Some(vec![1, 0]);
     assert_eq!(eft.next(&view), Decision::Send(0));
 }
 

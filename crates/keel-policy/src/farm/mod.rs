@@ -112,6 +112,13 @@ pub trait QueueView {
         let _ = worker;
         None
     }
+    /// Items worker `worker` has finished since the stream started, when
+    /// the context knows; a policy that models the item in service (which
+    /// has left the queue) reads it.
+    fn done(&self, worker: usize) -> Option<u64> {
+        let _ = worker;
+        None
+    }
     /// The current item's cost hint in work units (seconds at speed 1),
     /// when the user supplied one.
     fn cost_hint(&self) -> Option<f64> {
@@ -270,6 +277,8 @@ pub struct ScriptedQueues {
     pub speeds: Option<Vec<f64>>,
     /// The current item's cost hint.
     pub cost: Option<f64>,
+    /// Items each worker has finished (`None`: unknown).
+    pub done: Option<Vec<u64>>,
     level_reads: std::cell::Cell<u64>,
 }
 
@@ -326,6 +335,9 @@ impl QueueView for ScriptedQueues {
     }
     fn cost_hint(&self) -> Option<f64> {
         self.cost
+    }
+    fn done(&self, worker: usize) -> Option<u64> {
+        self.done.as_ref().and_then(|d| d.get(worker).copied())
     }
 }
 
