@@ -99,7 +99,10 @@ fn measured_speeds_beat_rr_with_a_slow_worker() {
     let ideal = 4000.0 * 0.28e-3 / 3.1;
     let s = rr.makespan / eft.makespan;
     // rr waits for the slow worker's 1,000 items: 10× its share.
-    eprintln!("rr {} eft {} ideal {ideal} S {s}", rr.makespan, eft.makespan);
+    eprintln!(
+        "rr {} eft {} ideal {ideal} S {s}",
+        rr.makespan, eft.makespan
+    );
     assert!((rr.makespan / (1000.0 * 2.8e-3) - 1.0).abs() < 1e-3);
     assert!(eft.makespan >= ideal - 1e-9);
     assert!(

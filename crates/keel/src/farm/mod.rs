@@ -126,6 +126,23 @@ pub enum FarmError {
         /// Cores the OS reports.
         cores: usize,
     },
+    /// [`FarmBuilder::speeds`] gave a number of speeds other than the
+    /// number of workers.
+    #[error("{speeds} worker speeds given for {workers} workers")]
+    SpeedCount {
+        /// Speeds given.
+        speeds: usize,
+        /// Workers of the farm.
+        workers: usize,
+    },
+    /// A told speed that is not finite and positive.
+    #[error("worker {worker}'s speed is {speed}; speeds must be finite and > 0")]
+    BadSpeed {
+        /// The worker.
+        worker: usize,
+        /// Its speed.
+        speed: f64,
+    },
     /// The OS refused a thread.
     #[error("could not start a farm worker: {0}")]
     Spawn(String),
