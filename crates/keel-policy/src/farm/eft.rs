@@ -34,7 +34,15 @@
 //! items; a fast emitter with unbounded queues sends a whole stream before
 //! that. `capacity=N` bounds every queue at `N` items (as `on-demand`
 //! does), so items are placed while the workers run and each decision sees
-//! recent speeds. Without it the farm's own capacity holds.
+//! recent speeds. Without it the farm's own capacity holds. When the
+//! worker that would finish the item first has a full queue, the best
+//! worker with room takes it only if it finishes it no later than the
+//! stream's projected end (work queued plus the ready items at the mean
+//! cost, [`QueueView::ready`], over the total speed): such an item delays
+//! nothing, and a bounded queue, a limit on lookahead, does not leave a
+//! slow worker idle. Otherwise (or when the stream's length is unknown)
+//! the policy waits for room ([`Decision::WaitForRoom`]) rather than send
+//! the item where it would finish later than it could.
 //!
 //! Ties in finish time: at one speed the worker with less time queued,
 //! then the lower index; at different speeds the lower index.
@@ -181,7 +189,11 @@ impl Dispatch for Eft {
     fn next(&mut self, view: &dyn QueueView) -> Decision {
         let cost = self.cost(view.cost_hint());
         self.read_speeds(view);
+        // The earliest finish anywhere, and among queues with room.
         let mut best: Option<EftCandidate> = None;
+        let mut best_with_room: Option<EftCandidate> = None;
+        // Work committed to the workers and their total speed.
+        let (mut committed, mut total_speed) = (0.0, 0.0);
         for w in 0..self.queued.len() {
             let level = view.level(w);
             let sent = self.sent[w];
@@ -201,9 +213,6 @@ impl Dispatch for Eft {
                 // No drift left over from the subtractions.
                 self.time[w] = 0.0;
             }
-            if !view.has_room(w) {
-                continue;
-            }
             // Items this policy did not send (none, when it is the queue's
             // only producer since `start`) count at the mean cost.
             let unknown = level.saturating_sub(queued.len());
@@ -212,12 +221,35 @@ impl Dispatch for Eft {
             } else {
                 self.time[w] + unknown as f64 * self.mean_cost() / self.speeds[w]
             };
+            committed += time * self.speeds[w];
+            total_speed += self.speeds[w];
             let here = EftCandidate::new(w, time, self.speeds[w], cost);
             if best.is_none_or(|b| here.beats(&b)) {
                 best = Some(here);
             }
+            if view.has_room(w) && best_with_room.is_none_or(|b| here.beats(&b)) {
+                best_with_room = Some(here);
+            }
         }
-        match best {
+        let chosen = match (best, best_with_room) {
+            (Some(b), Some(r)) if b.pu == r.pu => Some(r),
+            // The earliest finish is behind a full queue. Another worker
+            // still takes the item if it finishes it before the stream's
+            // projected end (the work committed and ready over the total
+            // speed), so a slow worker is not left idle for want of
+            // lookahead; otherwise wait for room rather than place the item
+            // where it would finish later.
+            (Some(_), Some(r)) => view
+                .ready()
+                .map(|ready| {
+                    let rest = ready.saturating_sub(1) as f64 * self.mean_cost();
+                    (committed + cost + rest) / total_speed
+                })
+                .filter(|&end| r.finish <= end)
+                .map(|_| r),
+            _ => None,
+        };
+        match chosen {
             Some(chosen) => {
                 self.queued[chosen.pu].push_back(chosen.duration);
                 self.sent[chosen.pu] += 1;

@@ -33,8 +33,9 @@
 //!   highest block any worker has reached. A context may skip a worker
 //!   still holding an earlier marker (at least the worker whose marker ended
 //!   the previous wait has none), so markers never pile up.
-//! - [`Decision::WaitForRoom`]: every queue is full; wait until one has room,
-//!   then ask again for the same item.
+//! - [`Decision::WaitForRoom`]: every queue is full (or, for `eft`, the
+//!   queue the item should go to); wait until a worker takes an item from
+//!   a bounded queue, then ask again for the same item.
 //! - [`Decision::WaitForMarker`]`(b)`: ARRS throttling; wait until
 //!   `marker_reached() >= b` (or the farm stops), then ask again.
 //!
@@ -138,7 +139,8 @@ pub enum Decision {
         /// The marker's block number (1, 2, ...).
         block: u64,
     },
-    /// Every queue is full: wait for room, then ask again.
+    /// Every queue the policy would use is full: wait until a worker takes
+    /// an item from a bounded queue, then ask again.
     WaitForRoom,
     /// Wait until some worker has dequeued marker `block`, then ask again.
     WaitForMarker(u64),
