@@ -26,6 +26,13 @@
 //!   arrive while workers consume, i.e. bounded queues (or an emitter no
 //!   faster than the workers). This is the thread farm's behaviour too.
 //!
+//! - A policy that reads speeds (`eft`) sees each worker's base speed when
+//!   the model says so (`told_speeds`), else the speed measured as
+//!   `keel::farm`'s workers measure it: work over busy time of the items
+//!   the worker finished (work = the items' costs with `cost_hints`, one
+//!   per item without), nothing before its first; and each worker's
+//!   finished items. With `cost_hints` the item's cost is its hint.
+//!
 //! Not modelled: the emitter's wake-up latency after a park, the
 //! collector, feedback (the material farm of §III-E.2).
 //!
