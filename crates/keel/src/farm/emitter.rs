@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::shared::{Msg, Shared};
 use super::spsc::{Consumer, Pop, Producer};
 use super::sync;
-use super::{Decision, Dispatch, FarmReport, Feedback, QueueView};
+use super::{CostHint, Decision, Dispatch, FarmReport, Feedback, QueueView};
 use super::{COLLECT_BATCH, DISPATCH_BATCH, MARKER_SPIN};
 use crate::trace::{Span, What};
 
@@ -77,7 +77,7 @@ pub(super) struct Emitter<'a, T, R> {
     /// Speeds the user told, in place of the measured ones.
     pub(super) told: Option<&'a [f64]>,
     /// The user's cost hint per item.
-    pub(super) hint: Option<&'a (dyn Fn(&T) -> f64 + Sync)>,
+    pub(super) hint: Option<CostHint<'a, T>>,
     pub(super) report: &'a mut FarmReport,
     /// The emitter's waits, only when `KEEL_TRACE` is on.
     pub(super) waits: Option<Vec<Span>>,

@@ -97,6 +97,9 @@ const RESULT_NOTIFY_BATCH: u32 = 32;
 /// when blocks take longer, so it never holds a worker's core for long.
 const MARKER_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
 
+/// A user's cost hint per item ([`Farm::run_hinted`]).
+pub(crate) type CostHint<'a, T> = &'a (dyn Fn(&T) -> f64 + Sync);
+
 /// Which worker is running an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Worker {

@@ -12,7 +12,9 @@ use super::shared::{AbortOnUnwind, Msg, Shared, Slot};
 use super::spsc;
 use super::sync::Arc;
 use super::worker::worker_main;
-use super::{Dispatch, FarmBuilder, FarmConfig, FarmError, FarmReport, Feedback, Signal, Worker};
+use super::{
+    CostHint, Dispatch, FarmBuilder, FarmConfig, FarmError, FarmReport, Feedback, Signal, Worker,
+};
 
 /// A farm: its workers start with each run and end with it.
 #[derive(Debug)]
@@ -150,7 +152,7 @@ impl Farm {
         work: &F,
         mut collect: Option<C>,
         feedback: bool,
-        hint: Option<&(dyn Fn(&T) -> f64 + Sync)>,
+        hint: Option<CostHint<'_, T>>,
     ) -> Result<FarmReport, FarmError>
     where
         T: Send,

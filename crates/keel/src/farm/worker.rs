@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::shared::{Msg, Shared};
 use super::spsc::{Consumer, Pop, Producer, PushError};
-use super::{Worker, RESULT_NOTIFY_BATCH};
+use super::{CostHint, Worker, RESULT_NOTIFY_BATCH};
 use crate::trace::{self, Span, Track, What};
 
 /// A worker's loop: pop, run, pass the result on; markers are reported;
@@ -19,7 +19,7 @@ pub(super) fn worker_main<T, R, F>(
     spins: u32,
     // `Some` when the policy reads speeds: time each item and publish the
     // counts, with the user's cost hints when there are any.
-    measure: Option<Option<&(dyn Fn(&T) -> f64 + Sync)>>,
+    measure: Option<Option<CostHint<'_, T>>>,
 ) where
     F: Fn(Worker, T) -> R,
 {
