@@ -115,6 +115,43 @@ fn farm_rows_against_rr_and_the_model() {
 }
 
 #[test]
+fn farm_with_one_slow_worker_eft_beats_rr_near_the_model() {
+    let config = FarmConfig {
+        workers: vec![4],
+        tasks: vec![4000],
+        slow_speed: Some(0.1),
+        seed: 2,
+        ..FarmConfig::default()
+    };
+    let report = farm::run(&config, &mut || {}).unwrap();
+    let row = |p: &str| report.rows.iter().find(|r| r.policy == p).unwrap();
+    // Σs / (p · s_slowest) = 3.1 / 0.4.
+    assert!((row("rr").model - 7.75).abs() < 1e-12);
+    // rr gives the slow worker its quarter: 1,000 items.
+    assert_eq!(row("rr").fast_items, 1000);
+    let eft = row("eft:capacity=4");
+    assert!(
+        eft.speedup > 0.9 * eft.model && eft.speedup <= eft.model + 1e-9,
+        "{eft:?}"
+    );
+    assert!(eft.fast_items < 200, "{eft:?}");
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let e = farm::run(
+            &FarmConfig {
+                slow_speed: Some(bad),
+                ..config.clone()
+            },
+            &mut || {},
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ExperimentError::Invalid(m) if m.contains("--slow-speed")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn objects_tables_and_gains() {
     let config = ObjectsConfig {
         nodes: 2,

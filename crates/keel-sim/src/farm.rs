@@ -26,6 +26,13 @@
 //!   arrive while workers consume, i.e. bounded queues (or an emitter no
 //!   faster than the workers). This is the thread farm's behaviour too.
 //!
+//! - A policy that reads speeds (`eft`) sees each worker's base speed when
+//!   the model says so (`told_speeds`), else the speed measured as
+//!   `keel::farm`'s workers measure it: work over busy time of the items
+//!   the worker finished (work = the items' costs with `cost_hints`, one
+//!   per item without), nothing before its first; and each worker's
+//!   finished items. With `cost_hints` the item's cost is its hint.
+//!
 //! Not modelled: the emitter's wake-up latency after a park, the
 //! collector, feedback (the material farm of §III-E.2).
 //!
@@ -82,6 +89,15 @@ pub struct FarmModel {
     pub emitter_cost: f64,
     /// Seed of the workers' noise.
     pub seed: u64,
+    /// Whether the emitter is told each worker's base speed (as
+    /// `keel::farm::FarmBuilder::speeds` tells the thread farm); otherwise
+    /// a policy that reads speeds sees them measured: work done over time
+    /// spent running finished items, nothing until a worker finishes one.
+    pub told_speeds: bool,
+    /// Whether the emitter is told each item's cost (its hint, in seconds
+    /// at speed 1); measured speeds then count work in those units, and
+    /// otherwise in items.
+    pub cost_hints: bool,
 }
 
 impl FarmModel {
@@ -101,6 +117,8 @@ impl FarmModel {
             capacity: None,
             emitter_cost: 0.0,
             seed: 0,
+            told_speeds: false,
+            cost_hints: false,
         })
     }
 
@@ -236,6 +254,13 @@ struct View<'a> {
     reached: u64,
     ready: usize,
     reads: &'a Cell<u64>,
+    /// Told base speeds, or `None` to report measured ones.
+    told: Option<&'a [f64]>,
+    /// Per worker: work and seconds of the items it finished.
+    done_work: &'a [f64],
+    done_busy: &'a [f64],
+    done: &'a [u64],
+    cost: Option<f64>,
 }
 
 impl QueueView for View<'_> {
@@ -254,6 +279,21 @@ impl QueueView for View<'_> {
     }
     fn ready(&self) -> Option<usize> {
         Some(self.ready)
+    }
+    fn speed(&self, worker: usize) -> Option<f64> {
+        match self.told {
+            Some(speeds) => speeds.get(worker).copied(),
+            None => {
+                let busy = *self.done_busy.get(worker)?;
+                (busy > 0.0).then(|| self.done_work[worker] / busy)
+            }
+        }
+    }
+    fn cost_hint(&self) -> Option<f64> {
+        self.cost
+    }
+    fn done(&self, worker: usize) -> Option<u64> {
+        self.done.get(worker).copied()
     }
 }
 
@@ -305,7 +345,12 @@ pub fn simulate_with(
     let mut rng = ChaCha8Rng::seed_from_u64(model.seed);
     let mut q: EventQueue<Event> = EventQueue::new();
     let mut queues: Vec<VecDeque<Msg>> = vec![VecDeque::new(); p];
-    let mut running: Vec<Option<(usize, SimTime)>> = vec![None; p];
+    // Per worker: the item it runs, when it started and when it ends.
+    let mut running: Vec<Option<(usize, SimTime, SimTime)>> = vec![None; p];
+    let told: Vec<f64> = model.workers.iter().map(WorkerModel::speed).collect();
+    let mut done_work = vec![0.0f64; p];
+    let mut done_busy = vec![0.0f64; p];
+    let mut done = vec![0u64; p];
     let mut marker_sent = vec![0u64; p];
     let mut marker_seen = vec![0u64; p];
     let mut reached = 0u64;
@@ -357,7 +402,7 @@ pub fn simulate_with(
                         run.busy[w] += end - now;
                         run.per_worker[w] += 1;
                         run.worker_of[i] = w;
-                        running[w] = Some((i, end));
+                        running[w] = Some((i, now, end));
                         q.schedule(end, Event::Done(w));
                         wake |= emitter == Emitter::WaitingRoom && capacity.is_some();
                     }
@@ -373,7 +418,11 @@ pub fn simulate_with(
     while let Some((now, event)) = q.pop() {
         match event {
             Event::Done(w) => {
-                running[w] = None;
+                if let Some((i, start, end)) = running[w].take() {
+                    done_work[w] += if model.cost_hints { costs[i] } else { 1.0 };
+                    done_busy[w] += end - start;
+                    done[w] += 1;
+                }
                 run.makespan = run.makespan.max(now);
                 start_worker!(w, now);
             }
@@ -387,6 +436,11 @@ pub fn simulate_with(
                     reached,
                     ready: costs.len() - next_item,
                     reads: &reads,
+                    told: model.told_speeds.then_some(&told[..]),
+                    done_work: &done_work,
+                    done_busy: &done_busy,
+                    done: &done,
+                    cost: model.cost_hints.then(|| costs[next_item]),
                 };
                 let decision = dispatch.next(&view);
                 let (worker, block) = match decision {

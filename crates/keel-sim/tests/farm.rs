@@ -3,13 +3,15 @@
 use keel_sim::farm::{simulate, uniform_costs, FarmModel};
 use keel_sim::{Noise, SimError, WorkerModel};
 
-const POLICIES: [&str; 6] = [
+const POLICIES: [&str; 8] = [
     "rr",
     "arrs",
     "arrs:chunk=50",
     "arrs-adaptive",
     "on-demand",
     "shortest-queue",
+    "eft",
+    "eft:capacity=2",
 ];
 
 #[test]

@@ -14,7 +14,7 @@ use keel::farm::{Farm, FarmError, Worker};
 use keel::policy::farm::{self as policy, FarmError as PolicyFarmError};
 use keel::WaitPolicy;
 
-const POLICIES: [&str; 9] = [
+const POLICIES: [&str; 11] = [
     "rr",
     "arrs",
     "arrs:chunk=7,near-end=2",
@@ -24,6 +24,8 @@ const POLICIES: [&str; 9] = [
     "on-demand",
     "on-demand:capacity=2",
     "shortest-queue",
+    "eft",
+    "eft:capacity=2",
 ];
 
 fn farm(policy: &str, workers: usize, capacity: Option<usize>) -> Farm {

@@ -23,6 +23,7 @@ pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliEr
         "± se".into(),
         "S".into(),
         "± se".into(),
+        "med. round rr/X".into(),
         if has_model {
             "S ÷ model (%)".into()
         } else {
@@ -44,6 +45,7 @@ pub fn write_experiment(out: &mut dyn Write, e: &Experiment) -> Result<(), CliEr
             report::duration(r.se_s),
             format!("{:.3}", r.speedup),
             format!("{:.3}", r.speedup_se),
+            format!("{:.3}", r.median_round_ratio),
             r.model
                 .map_or(String::new(), |m| format!("{:.1}", 100.0 * r.speedup / m)),
             items.join("/"),

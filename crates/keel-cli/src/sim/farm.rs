@@ -33,7 +33,8 @@ pub struct FarmArgs {
     pub tasks: Vec<usize>,
 
     /// Farm policy specs (default: rr, arrs:chunk=100, arrs, arrs-adaptive,
-    /// on-demand, shortest-queue); `rr` is always run as the reference.
+    /// on-demand, shortest-queue, eft:capacity=4); `rr` is always run as
+    /// the reference.
     #[arg(short, long = "policy", value_name = "SPEC")]
     pub policies: Vec<String>,
 
@@ -44,6 +45,11 @@ pub struct FarmArgs {
     /// A task's seconds on a slow worker (the paper's ≈ 0.28 ms).
     #[arg(long, default_value_t = PAPER_SLOW_TASK_S)]
     pub task_s: f64,
+
+    /// One slow worker instead of one fast one: worker 0 at this speed
+    /// (e.g. 0.1), the others at 1; `--fast-speed` is then unused.
+    #[arg(long, value_name = "S")]
+    pub slow_speed: Option<f64>,
 
     /// Emitter seconds per push (item or marker).
     #[arg(long, default_value_t = DEFAULT_EMITTER_COST)]
@@ -84,6 +90,7 @@ impl FarmArgs {
             policies: self.policies.clone(),
             fast_speed: self.fast_speed,
             task_s: self.task_s,
+            slow_speed: self.slow_speed,
             emitter_cost: self.emitter_cost,
             capacity: self.capacity,
             noise_cv: self.noise_cv,
@@ -121,10 +128,13 @@ pub fn run(args: &FarmArgs) -> Result<(), CliError> {
 }
 
 fn write_tables(out: &mut dyn Write, r: &FarmSimReport) -> Result<(), CliError> {
+    let odd = match r.slow_speed {
+        Some(s) => format!("one worker at speed {s}, the others at 1"),
+        None => format!("one worker {}× faster", r.fast_speed),
+    };
     writeln!(
         out,
-        "keel sim farm: one worker {}× faster, slow task {}, emitter {} ns per push, queues {}, noise cv {}",
-        r.fast_speed,
+        "keel sim farm: {odd}, slow task {}, emitter {} ns per push, queues {}, noise cv {}",
         report::duration(r.task_s),
         r.emitter_cost * 1e9,
         r.capacity
@@ -151,7 +161,11 @@ fn write_tables(out: &mut dyn Write, r: &FarmSimReport) -> Result<(), CliError> 
             "makespan".into(),
             "S".into(),
             "% of model".into(),
-            "fast / slow items".into(),
+            if r.slow_speed.is_some() {
+                "slow / other items".into()
+            } else {
+                "fast / slow items".into()
+            },
             "level reads".into(),
             "blocks".into(),
         ]];
@@ -210,7 +224,10 @@ fn plot(path: &std::path::Path, args: &FarmArgs, rows: &[Row]) -> Result<(), Cli
                 vec![(0.0, model), (xmax, model)],
             ));
             Panel {
-                title: format!("{p} workers, one {}x faster", args.fast_speed),
+                title: match args.slow_speed {
+                    Some(s) => format!("{p} workers, one at speed {s}"),
+                    None => format!("{p} workers, one {}x faster", args.fast_speed),
+                },
                 x_label: "tasks (K)".into(),
                 y_label: "S = t_rr / t".into(),
                 series,

@@ -5,6 +5,15 @@
 //! paper's round-robin scheduler (RRS), and the relative performance
 //! `S = t_rr / t_X` against the model `S = Σsᵢ / (p·s₁)` (Eq. 2).
 //!
+//! With `slow_speed` (`--slow-speed S`) the odd worker out is slow instead:
+//! worker 0 runs at `S`, the others at 1, the case of the `lpt-eft`
+//! mapping's issue (one PU at a tenth of the speed), where round-robin
+//! waits `1/S` times a fair share for the slow worker.
+//!
+//! `eft:capacity=4` is the earliest-finish-time dispatch with measured
+//! speeds (nothing is told to the emitter): bounded queues, so that it
+//! places items while the workers run and see their speeds.
+//!
 //! The reference `rr` runs on the same queues as the others. With the
 //! default unbounded queues that is the paper's RRS; with `--capacity`, rr
 //! skips full queues and adapts by itself, so S drops towards 1 for every
@@ -26,13 +35,14 @@ use crate::error::{ExperimentError, Result};
 /// The policies compared unless the configuration names others: the
 /// paper's ARRS at Fig. 7's CHUNK_SIZE (100) and at its default (300), and
 /// the rest of the family.
-pub const DEFAULT_POLICIES: [&str; 6] = [
+pub const DEFAULT_POLICIES: [&str; 7] = [
     "rr",
     "arrs:chunk=100",
     "arrs",
     "arrs-adaptive",
     "on-demand",
     "shortest-queue",
+    "eft:capacity=4",
 ];
 
 /// Emitter seconds per push by default: the per-item goal of `keel bench
@@ -53,6 +63,9 @@ pub struct FarmConfig {
     pub fast_speed: f64,
     /// A task's seconds on a slow worker (the paper's ≈ 0.28 ms).
     pub task_s: f64,
+    /// One slow worker instead of one fast one: worker 0 runs at this
+    /// speed (finite, `> 0`), the others at 1, and `fast_speed` is unused.
+    pub slow_speed: Option<f64>,
     /// Emitter seconds per push (item or marker).
     pub emitter_cost: f64,
     /// Bound every input queue at this many items (`None`: unbounded, as in
@@ -74,6 +87,7 @@ impl Default for FarmConfig {
             policies: Vec::new(),
             fast_speed: PAPER_FAST_SPEED,
             task_s: PAPER_SLOW_TASK_S,
+            slow_speed: None,
             emitter_cost: DEFAULT_EMITTER_COST,
             capacity: None,
             noise_cv: 0.0,
@@ -97,9 +111,10 @@ pub struct Row {
     pub speedup: f64,
     /// Eq. 2's S for these workers.
     pub model: f64,
-    /// Items the fast worker ran.
+    /// Items worker 0 ran: the fast worker (the slow one with
+    /// `slow_speed`).
     pub fast_items: u64,
-    /// Mean items of a slow worker.
+    /// Mean items of each other worker.
     pub slow_items: f64,
     /// Times the policy read a queue level.
     pub level_reads: u64,
@@ -116,6 +131,8 @@ pub struct FarmSimReport {
     pub fast_speed: f64,
     /// Slow task seconds.
     pub task_s: f64,
+    /// Worker 0's speed when it is the slow one.
+    pub slow_speed: Option<f64>,
     /// Emitter seconds per push.
     pub emitter_cost: f64,
     /// Queue capacity (`None` = unbounded).
@@ -134,7 +151,8 @@ fn sim_error(e: SimError) -> ExperimentError {
 
 fn farm(config: &FarmConfig, workers: usize) -> Result<FarmModel> {
     let noise = Noise::normal(config.noise_cv).map_err(sim_error)?;
-    let mut model = FarmModel::heterogeneous(workers, 1, config.fast_speed).map_err(sim_error)?;
+    let odd = config.slow_speed.unwrap_or(config.fast_speed);
+    let mut model = FarmModel::heterogeneous(workers, 1, odd).map_err(sim_error)?;
     model.workers = model
         .workers
         .iter()
@@ -225,6 +243,13 @@ pub fn simulations(config: &FarmConfig) -> usize {
 /// Every point, after checking every policy spec (before any simulation
 /// runs); `tick` after each simulation.
 pub fn run(config: &FarmConfig, tick: &mut dyn FnMut()) -> Result<FarmSimReport> {
+    if let Some(s) = config.slow_speed {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(ExperimentError::Invalid(format!(
+                "--slow-speed must be finite and > 0 (got {s})"
+            )));
+        }
+    }
     for spec in policies(config) {
         keel_policy::farm::parse(&spec)
             .map_err(|e| ExperimentError::Invalid(format!("farm policy `{spec}`: {e}")))?;
@@ -233,6 +258,7 @@ pub fn run(config: &FarmConfig, tick: &mut dyn FnMut()) -> Result<FarmSimReport>
     Ok(FarmSimReport {
         fast_speed: config.fast_speed,
         task_s: config.task_s,
+        slow_speed: config.slow_speed,
         emitter_cost: config.emitter_cost,
         capacity: config.capacity,
         noise_cv: config.noise_cv,

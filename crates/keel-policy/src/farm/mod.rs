@@ -16,6 +16,7 @@
 //! | `arrs-adaptive` | the paper's future work (§IV): short first block, block size from the ready items | once per block | as `arrs` |
 //! | `on-demand` | FastFlow's `set_scheduling_ondemand`: round-robin over queues bounded at `capacity` slots | never | when every queue is full |
 //! | `shortest-queue` | the paper's ideal model (§III-C): exact levels at every item | every item | when every queue is full |
+//! | `eft` | earliest finish time, the `lpt-eft` mapping's rule item by item: the queue's time plus the item's cost over the worker's speed (told or measured) | every item, with speeds and the item's cost hint | when every queue is full (`capacity=N` bounds them) |
 //!
 //! Spec strings follow `docs/conventions.md#spec-strings`: `arrs:chunk=300,near-end=8`,
 //! `on-demand:capacity=2`. Build them with [`parse`] (typed [`FarmError`]s)
@@ -32,8 +33,9 @@
 //!   highest block any worker has reached. A context may skip a worker
 //!   still holding an earlier marker (at least the worker whose marker ended
 //!   the previous wait has none), so markers never pile up.
-//! - [`Decision::WaitForRoom`]: every queue is full; wait until one has room,
-//!   then ask again for the same item.
+//! - [`Decision::WaitForRoom`]: every queue is full (or, for `eft`, the
+//!   queue the item should go to); wait until a worker takes an item from
+//!   a bounded queue, then ask again for the same item.
 //! - [`Decision::WaitForMarker`]`(b)`: ARRS throttling; wait until
 //!   `marker_reached() >= b` (or the farm stops), then ask again.
 //!
@@ -58,6 +60,7 @@
 
 mod arrs;
 mod arrs_adaptive;
+mod eft;
 mod on_demand;
 mod rr;
 mod shortest_queue;
@@ -68,6 +71,7 @@ use std::fmt;
 
 pub use arrs::{Arrs, DEFAULT_CHUNK_SIZE, NEAR_END_PER_WORKER};
 pub use arrs_adaptive::{ArrsAdaptive, DEFAULT_DIVISOR, DEFAULT_MIN_BLOCK_PER_WORKER};
+pub use eft::Eft;
 pub use on_demand::{OnDemand, DEFAULT_ON_DEMAND_CAPACITY};
 pub use rr::RoundRobin;
 pub use shortest_queue::ShortestQueue;
@@ -77,7 +81,14 @@ use crate::registry::Registry;
 use crate::spec::Spec;
 
 /// The farm names (`docs/conventions.md#policy-names`), in registry order.
-pub const NAMES: [&str; 5] = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
+pub const NAMES: [&str; 6] = [
+    "rr",
+    "arrs",
+    "arrs-adaptive",
+    "on-demand",
+    "shortest-queue",
+    "eft",
+];
 
 /// What a policy may read about the workers' input queues. The thread
 /// context reads two indices per level; a scripted view reads a vector.
@@ -94,6 +105,26 @@ pub trait QueueView {
     /// Items known to be ready for dispatch, this one included (the rest
     /// of a sized source plus a feedback pool), or `None` when unknown.
     fn ready(&self) -> Option<usize>;
+    /// Worker `worker`'s speed in work units per unit of time, as the
+    /// context knows it: told by the user, or measured (work done over
+    /// time spent running items); `None` while unknown. Only ratios
+    /// between workers matter. Contexts that know nothing keep the default.
+    fn speed(&self, worker: usize) -> Option<f64> {
+        let _ = worker;
+        None
+    }
+    /// Items worker `worker` has finished since the stream started, when
+    /// the context knows; a policy that models the item in service (which
+    /// has left the queue) reads it.
+    fn done(&self, worker: usize) -> Option<u64> {
+        let _ = worker;
+        None
+    }
+    /// The current item's cost hint in work units (seconds at speed 1),
+    /// when the user supplied one.
+    fn cost_hint(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// What the context should do with the current item.
@@ -108,7 +139,8 @@ pub enum Decision {
         /// The marker's block number (1, 2, ...).
         block: u64,
     },
-    /// Every queue is full: wait for room, then ask again.
+    /// Every queue the policy would use is full: wait until a worker takes
+    /// an item from a bounded queue, then ask again.
     WaitForRoom,
     /// Wait until some worker has dequeued marker `block`, then ask again.
     WaitForMarker(u64),
@@ -200,6 +232,13 @@ pub trait Dispatch: Send + fmt::Debug {
         None
     }
 
+    /// Whether the policy reads [`QueueView::speed`]: a context that
+    /// measures speeds at a cost (the thread farm reads the clock twice per
+    /// item) does so only then.
+    fn reads_speeds(&self) -> bool {
+        false
+    }
+
     /// Resets the policy for a new stream into `config`'s workers.
     fn start(&mut self, config: &FarmConfig) -> Result<(), FarmError>;
 
@@ -236,6 +275,12 @@ pub struct ScriptedQueues {
     pub reached: u64,
     /// Items ready for dispatch.
     pub ready: Option<usize>,
+    /// Each worker's speed (`None`: unknown).
+    pub speeds: Option<Vec<f64>>,
+    /// The current item's cost hint.
+    pub cost: Option<f64>,
+    /// Items each worker has finished (`None`: unknown).
+    pub done: Option<Vec<u64>>,
     level_reads: std::cell::Cell<u64>,
 }
 
@@ -287,11 +332,20 @@ impl QueueView for ScriptedQueues {
     fn ready(&self) -> Option<usize> {
         self.ready
     }
+    fn speed(&self, worker: usize) -> Option<f64> {
+        self.speeds.as_ref().and_then(|s| s.get(worker).copied())
+    }
+    fn cost_hint(&self) -> Option<f64> {
+        self.cost
+    }
+    fn done(&self, worker: usize) -> Option<u64> {
+        self.done.as_ref().and_then(|d| d.get(worker).copied())
+    }
 }
 
 type Builder = fn(&Spec) -> Result<Box<dyn Dispatch>, FarmError>;
 
-const BUILTINS: [(&str, &str, Builder); 5] = [
+const BUILTINS: [(&str, &str, Builder); 6] = [
     (
         "rr",
         "round-robin, skipping full queues (FastFlow's default, the paper's RRS)",
@@ -316,6 +370,11 @@ const BUILTINS: [(&str, &str, Builder); 5] = [
         "shortest-queue",
         "the shortest queue at every item (the paper's ideal model)",
         |s| Ok(Box::new(ShortestQueue::from_spec(s)?)),
+    ),
+    (
+        "eft",
+        "earliest finish time: queue time + item cost hint / worker speed (told or measured), lpt-eft's rule per item [capacity=farm's]",
+        |s| Ok(Box::new(Eft::from_spec(s)?)),
     ),
 ];
 

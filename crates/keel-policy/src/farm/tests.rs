@@ -319,6 +319,8 @@ fn registry_holds_the_design_names_and_specs_round_trip() {
         "on-demand",
         "on-demand:capacity=2",
         "shortest-queue",
+        "eft",
+        "eft:capacity=4",
     ] {
         let built = parse(text).unwrap();
         assert_eq!(built.spec().to_string(), text);
@@ -442,6 +444,8 @@ fn every_policy_hands_out_every_item_on_the_virtual_farm() {
         "on-demand",
         "on-demand:capacity=3",
         "shortest-queue",
+        "eft",
+        "eft:capacity=2",
     ] {
         for p in [1, 2, 5] {
             let cost: Vec<f64> = (0..p).map(|w| 1.0 + w as f64).collect();

@@ -64,6 +64,77 @@ use crate::spec::Spec;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LptEft;
 
+/// One PU as the earliest-finish-time rule sees it for one task: the time
+/// already committed on it, its speed, and when the task would finish
+/// there, `time + load / speed`. Every context that places by earliest
+/// finish (this mapping, the farm's `eft` dispatch) builds candidates here
+/// and compares them with [`EftCandidate::beats`], so the arithmetic and the
+/// ties are one rule.
+///
+/// ```
+/// use keel_policy::mapping::EftCandidate;
+/// // A task of 2 units: a fast PU busy until 3, or an idle one 10× slower.
+/// let fast = EftCandidate::new(0, 3.0, 1.0, 2.0);
+/// let slow = EftCandidate::new(1, 0.0, 0.1, 2.0);
+/// assert_eq!((fast.finish, slow.finish), (5.0, 20.0));
+/// assert!(fast.beats(&slow));
+/// assert_eq!(EftCandidate::earliest([slow, fast]), Some(fast));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EftCandidate {
+    /// The PU (or worker) index.
+    pub pu: usize,
+    /// Time already committed on it.
+    pub time: f64,
+    /// Its speed (work units per unit of time, `> 0`).
+    pub speed: f64,
+    /// What the task adds to the PU's time: `load / speed`.
+    pub duration: f64,
+    /// When the task would finish there: `time + duration`.
+    pub finish: f64,
+}
+
+impl EftCandidate {
+    /// The candidate for a task of `load` work units on `pu`.
+    #[inline]
+    pub fn new(pu: usize, time: f64, speed: f64, load: f64) -> Self {
+        let duration = load / speed;
+        EftCandidate {
+            pu,
+            time,
+            speed,
+            duration,
+            finish: time + duration,
+        }
+    }
+
+    /// Whether this candidate is taken over `other`: the earlier finish;
+    /// on equal finish times, at one speed the one with less time
+    /// committed (with exact arithmetic it does finish first; rounding made
+    /// the sums equal), then the lower index; at different speeds the lower
+    /// index.
+    #[inline]
+    pub fn beats(&self, other: &Self) -> bool {
+        if self.finish != other.finish {
+            return self.finish < other.finish;
+        }
+        if self.speed == other.speed && self.time != other.time {
+            return self.time < other.time;
+        }
+        self.pu < other.pu
+    }
+
+    /// The candidate that [`Self::beats`] every other, `None` when empty.
+    pub fn earliest(candidates: impl IntoIterator<Item = Self>) -> Option<Self> {
+        candidates
+            .into_iter()
+            .fold(None, |best: Option<Self>, c| match best {
+                Some(b) if !c.beats(&b) => Some(b),
+                _ => Some(c),
+            })
+    }
+}
+
 /// The available PUs of one speed.
 struct SpeedClass {
     speed: f64,
@@ -91,33 +162,30 @@ impl LptEft {
         let mut classes = speed_classes(input, &available, &times);
         let order = LptOrder::new(input.task_loads(), |t| input.is_migratable(t));
         for (task, load) in order.iter() {
-            // (finish, PU, class) of the best candidate so far.
-            let mut best: Option<(f64, usize, usize)> = None;
+            // The best candidate so far and its class.
+            let mut best: Option<(EftCandidate, usize)> = None;
             for (k, class) in classes.iter().enumerate() {
-                let cost = load / class.speed;
-                if let Some((finish, _, _)) = best {
+                if let Some((b, _)) = best {
                     // Later classes are slower: none of them can finish
-                    // before `floor + cost`.
-                    if floor + cost > finish {
+                    // before `floor + load / speed`.
+                    if floor + load / class.speed > b.finish {
                         break;
                     }
                 }
+                // Inside a class the least time finishes first (ties to
+                // the lower index, as `beats` orders one speed).
                 let local = class.tree.least();
-                let finish = class.tree.time(local) + cost;
-                let pu = class.pus[local];
-                let better = match best {
-                    None => true,
-                    Some((f, p, _)) => finish < f || (finish == f && pu < p),
-                };
-                if better {
-                    best = Some((finish, pu, k));
+                let here =
+                    EftCandidate::new(class.pus[local], class.tree.time(local), class.speed, load);
+                if best.is_none_or(|(b, _)| here.beats(&b)) {
+                    best = Some((here, k));
                 }
             }
-            let (_, pu, k) = best.expect("validated: at least one PU is available");
+            let (chosen, k) = best.expect("validated: at least one PU is available");
             let class = &mut classes[k];
             let local = class.tree.least();
-            class.tree.add(local, load / class.speed);
-            placement[task] = pu;
+            class.tree.add(local, chosen.duration);
+            placement[task] = chosen.pu;
         }
         Mapping::complete(placement, input.npus())
     }

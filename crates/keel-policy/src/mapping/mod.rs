@@ -43,7 +43,7 @@ pub use greedy_refine::GreedyRefine;
 pub use hier::Hier;
 pub use input::MappingInput;
 pub use lpt::{lpt_order, LptOrder, PuHeap};
-pub use lpt_eft::LptEft;
+pub use lpt_eft::{EftCandidate, LptEft};
 pub use refine::Refine;
 pub use round_robin::RoundRobin;
 

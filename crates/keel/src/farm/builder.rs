@@ -14,6 +14,7 @@ pub struct FarmBuilder {
     output_capacity: Option<usize>,
     wait: Option<WaitPolicy>,
     pin: Option<Vec<usize>>,
+    speeds: Option<Vec<f64>>,
 }
 
 impl FarmBuilder {
@@ -63,6 +64,24 @@ impl FarmBuilder {
         self
     }
 
+    /// Tells the farm each worker's speed (work units per second, or any
+    /// unit: only ratios matter), one per worker, each finite and `> 0`. A
+    /// policy that reads speeds (`eft`) then uses these instead of
+    /// measuring them; the others ignore them.
+    ///
+    /// ```
+    /// use keel::farm::{Farm, FarmError};
+    /// assert!(Farm::builder().workers(2).policy("eft").speeds(vec![1.0, 0.1]).build().is_ok());
+    /// assert!(matches!(
+    ///     Farm::builder().workers(2).speeds(vec![1.0]).build(),
+    ///     Err(FarmError::SpeedCount { speeds: 1, workers: 2 })
+    /// ));
+    /// ```
+    pub fn speeds(mut self, speeds: Vec<f64>) -> Self {
+        self.speeds = Some(speeds);
+        self
+    }
+
     /// Checks every choice and builds the farm (no thread starts yet).
     pub fn build(self) -> Result<Farm, FarmError> {
         let workers = self
@@ -73,6 +92,21 @@ impl FarmBuilder {
         }
         if self.capacity == Some(0) || self.output_capacity == Some(0) {
             return Err(FarmError::ZeroCapacity);
+        }
+        if let Some(speeds) = &self.speeds {
+            if speeds.len() != workers {
+                return Err(FarmError::SpeedCount {
+                    speeds: speeds.len(),
+                    workers,
+                });
+            }
+            if let Some((worker, &speed)) = speeds
+                .iter()
+                .enumerate()
+                .find(|(_, s)| !(s.is_finite() && **s > 0.0))
+            {
+                return Err(FarmError::BadSpeed { worker, speed });
+            }
         }
         let dispatch = match (self.dispatch, self.policy) {
             (Some(d), _) => d,
@@ -103,6 +137,7 @@ impl FarmBuilder {
                 .unwrap_or(WaitPolicy::Spins(DEFAULT_FARM_SPINS))
                 .spins(),
             pin,
+            speeds: self.speeds,
         };
         // Validates the policy against this farm now rather than at run.
         let config = FarmConfig::new(workers, farm.input_capacity())?;

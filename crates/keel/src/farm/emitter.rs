@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::shared::{Msg, Shared};
 use super::spsc::{Consumer, Pop, Producer};
 use super::sync;
-use super::{Decision, Dispatch, FarmReport, Feedback, QueueView};
+use super::{CostHint, Decision, Dispatch, FarmReport, Feedback, QueueView};
 use super::{COLLECT_BATCH, DISPATCH_BATCH, MARKER_SPIN};
 use crate::trace::{Span, What};
 
@@ -19,6 +19,11 @@ struct View<'a, T, I> {
     source: &'a I,
     pool: usize,
     feedback: bool,
+    /// Speeds (told, or measured at the start of this dispatch pass) and
+    /// finished items, when the policy reads them.
+    speeds: &'a [Option<f64>],
+    done: &'a [u64],
+    cost: Option<f64>,
 }
 
 impl<T, I: Iterator> QueueView for View<'_, T, I> {
@@ -48,6 +53,15 @@ impl<T, I: Iterator> QueueView for View<'_, T, I> {
             (lower, _) => Some(known + lower),
         }
     }
+    fn speed(&self, worker: usize) -> Option<f64> {
+        self.speeds.get(worker).copied().flatten()
+    }
+    fn done(&self, worker: usize) -> Option<u64> {
+        self.done.get(worker).copied()
+    }
+    fn cost_hint(&self) -> Option<f64> {
+        self.cost
+    }
 }
 
 /// The emitter's (and collector's) state for one run.
@@ -58,6 +72,12 @@ pub(super) struct Emitter<'a, T, R> {
     pub(super) outputs: &'a mut Vec<Consumer<R>>,
     pub(super) spins: u32,
     pub(super) feedback: bool,
+    /// Whether the policy reads speeds (the workers then publish them).
+    pub(super) measure: bool,
+    /// Speeds the user told, in place of the measured ones.
+    pub(super) told: Option<&'a [f64]>,
+    /// The user's cost hint per item.
+    pub(super) hint: Option<CostHint<'a, T>>,
     pub(super) report: &'a mut FarmReport,
     /// The emitter's waits, only when `KEEL_TRACE` is on.
     pub(super) waits: Option<Vec<Span>>,
@@ -81,6 +101,12 @@ where
     // When the current marker wait began, and how long recent ones took.
     let mut marker_wait: Option<Instant> = None;
     let mut recent_marker_wait = MARKER_SPIN * 2;
+    let mut speeds: Vec<Option<f64>> = Vec::new();
+    let mut done: Vec<u64> = Vec::new();
+    if e.measure {
+        speeds = vec![None; p];
+        done = vec![0; p];
+    }
     loop {
         let key = shared.master.key();
         if shared.abort.load(Ordering::Acquire) {
@@ -110,6 +136,11 @@ where
 
         // Dispatch.
         if !closed && !stop {
+            if e.measure {
+                // Once per pass, not per item: each read is a line the
+                // worker writes after every item.
+                snapshot(shared, e.told, &mut speeds, &mut done);
+            }
             for _ in 0..DISPATCH_BATCH {
                 let item = match pending.take().or_else(|| pool.pop_front()) {
                     Some(item) => item,
@@ -127,6 +158,9 @@ where
                     source: &source,
                     pool: pool.len(),
                     feedback: e.feedback,
+                    speeds: &speeds,
+                    done: &done,
+                    cost: e.hint.map(|h| h(&item)),
                 };
                 let decision = e.dispatch.next(&view);
                 let (worker, block) = match decision {
@@ -229,6 +263,22 @@ where
                 }
             }
         }
+    }
+}
+
+/// Each worker's speed (told, else work done over busy time, `None`
+/// before its first measured item) and finished items.
+fn snapshot(shared: &Shared, told: Option<&[f64]>, speeds: &mut [Option<f64>], done: &mut [u64]) {
+    for (w, slot) in shared.slots.iter().enumerate() {
+        done[w] = slot.done.load(Ordering::Relaxed);
+        speeds[w] = match told {
+            Some(told) => told.get(w).copied(),
+            None => {
+                let busy = slot.busy_ns.load(Ordering::Relaxed);
+                let work = f64::from_bits(slot.work_bits.load(Ordering::Relaxed));
+                (busy > 0).then(|| work / (busy as f64 * 1e-9))
+            }
+        };
     }
 }
 

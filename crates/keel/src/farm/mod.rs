@@ -97,6 +97,9 @@ const RESULT_NOTIFY_BATCH: u32 = 32;
 /// when blocks take longer, so it never holds a worker's core for long.
 const MARKER_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
 
+/// A user's cost hint per item ([`Farm::run_hinted`]).
+pub(crate) type CostHint<'a, T> = &'a (dyn Fn(&T) -> f64 + Sync);
+
 /// Which worker is running an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Worker {
@@ -125,6 +128,23 @@ pub enum FarmError {
         core: usize,
         /// Cores the OS reports.
         cores: usize,
+    },
+    /// [`FarmBuilder::speeds`] gave a number of speeds other than the
+    /// number of workers.
+    #[error("{speeds} worker speeds given for {workers} workers")]
+    SpeedCount {
+        /// Speeds given.
+        speeds: usize,
+        /// Workers of the farm.
+        workers: usize,
+    },
+    /// A told speed that is not finite and positive.
+    #[error("worker {worker}'s speed is {speed}; speeds must be finite and > 0")]
+    BadSpeed {
+        /// The worker.
+        worker: usize,
+        /// Its speed.
+        speed: f64,
     },
     /// The OS refused a thread.
     #[error("could not start a farm worker: {0}")]

@@ -12,7 +12,9 @@ use super::shared::{AbortOnUnwind, Msg, Shared, Slot};
 use super::spsc;
 use super::sync::Arc;
 use super::worker::worker_main;
-use super::{Dispatch, FarmBuilder, FarmConfig, FarmError, FarmReport, Feedback, Signal, Worker};
+use super::{
+    CostHint, Dispatch, FarmBuilder, FarmConfig, FarmError, FarmReport, Feedback, Signal, Worker,
+};
 
 /// A farm: its workers start with each run and end with it.
 #[derive(Debug)]
@@ -25,6 +27,8 @@ pub struct Farm {
     pub(super) dispatch: Box<dyn Dispatch>,
     pub(super) spins: u32,
     pub(super) pin: Option<Vec<core_affinity::CoreId>>,
+    /// Speeds the user told ([`FarmBuilder::speeds`]).
+    pub(super) speeds: Option<Vec<f64>>,
 }
 
 impl Farm {
@@ -61,6 +65,44 @@ impl Farm {
             &work,
             None::<fn((), &mut Feedback<I::Item>)>,
             false,
+            None,
+        )
+    }
+
+    /// As [`Self::run`], with each item's cost hint: `hint(&item)` work
+    /// units (seconds at speed 1, or any unit shared by all items). A
+    /// policy that reads hints (`eft`) sees it as the item is dispatched;
+    /// the workers count it as work done when they measure their speed.
+    /// A hint that is NaN, negative or infinite counts as no hint (`eft`
+    /// then takes the mean of the valid ones); `hint` is called twice per
+    /// item, by the emitter and by the worker, so it should be cheap and
+    /// pure.
+    ///
+    /// ```
+    /// use keel::farm::Farm;
+    /// let mut farm = Farm::builder().workers(2).policy("eft").speeds(vec![1.0, 0.1]).build().unwrap();
+    /// let report = farm.run_hinted([3.0, 2.0, 1.0], |&c: &f64| c, |_, _| {}).unwrap();
+    /// // Every item finishes earliest on the fast worker.
+    /// assert_eq!(report.per_worker, vec![3, 0]);
+    /// ```
+    pub fn run_hinted<I, H, F>(
+        &mut self,
+        items: I,
+        hint: H,
+        work: F,
+    ) -> Result<FarmReport, FarmError>
+    where
+        I: IntoIterator,
+        I::Item: Send,
+        H: Fn(&I::Item) -> f64 + Sync,
+        F: Fn(Worker, I::Item) + Sync,
+    {
+        self.execute(
+            items.into_iter(),
+            &work,
+            None::<fn((), &mut Feedback<I::Item>)>,
+            false,
+            Some(&hint),
         )
     }
 
@@ -80,7 +122,7 @@ impl Farm {
         C: FnMut(R),
     {
         let collect = |r: R, _: &mut Feedback<I::Item>| collect(r);
-        self.execute(items.into_iter(), &work, Some(collect), false)
+        self.execute(items.into_iter(), &work, Some(collect), false, None)
     }
 
     /// A farm with feedback: `collect` gets each result and may send new
@@ -101,7 +143,7 @@ impl Farm {
         F: Fn(Worker, I::Item) -> R + Sync,
         C: FnMut(R, &mut Feedback<I::Item>),
     {
-        self.execute(items.into_iter(), &work, Some(collect), true)
+        self.execute(items.into_iter(), &work, Some(collect), true, None)
     }
 
     fn execute<T, R, I, F, C>(
@@ -110,6 +152,7 @@ impl Farm {
         work: &F,
         mut collect: Option<C>,
         feedback: bool,
+        hint: Option<CostHint<'_, T>>,
     ) -> Result<FarmReport, FarmError>
     where
         T: Send,
@@ -134,6 +177,9 @@ impl Farm {
                         signal: Arc::new(Signal::new()),
                         marker_seen: AtomicU64::new(0),
                         processed: AtomicU64::new(0),
+                        done: AtomicU64::new(0),
+                        busy_ns: AtomicU64::new(0),
+                        work_bits: AtomicU64::new(0.0f64.to_bits()),
                     })
                 })
                 .collect(),
@@ -161,6 +207,8 @@ impl Farm {
         let spins = self.spins;
         let dispatch = &mut self.dispatch;
         let pin = &self.pin;
+        let measure = dispatch.reads_speeds();
+        let told = self.speeds.as_deref();
         let spawned: Result<(), FarmError> = std::thread::scope(|scope| {
             for (index, (rx, out)) in worker_ends.into_iter().enumerate() {
                 let me = Worker { index, workers: p };
@@ -173,7 +221,7 @@ impl Farm {
                             // Best effort, as the pool's pinning.
                             core_affinity::set_for_current(core);
                         }
-                        worker_main(me, rx, out, work, shared, spins)
+                        worker_main(me, rx, out, work, shared, spins, measure.then_some(hint))
                     });
                 if let Err(e) = spawned {
                     shared.abort();
@@ -189,6 +237,9 @@ impl Farm {
                 outputs: &mut outputs,
                 spins,
                 feedback,
+                measure,
+                told,
+                hint,
                 report: &mut report,
                 waits: tracer.map(|_| Vec::new()),
             };

@@ -23,6 +23,13 @@ pub(super) struct Slot {
     pub(super) marker_seen: AtomicU64,
     /// Items it ran, stored when it exits.
     pub(super) processed: AtomicU64,
+    /// Only under a policy that reads speeds, stored after every item:
+    /// items finished, nanoseconds spent running them, and the work they
+    /// were (`f64` bits: the sum of their valid cost hints, or one per item
+    /// without hints).
+    pub(super) done: AtomicU64,
+    pub(super) busy_ns: AtomicU64,
+    pub(super) work_bits: AtomicU64,
 }
 
 pub(super) struct Shared {

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::shared::{Msg, Shared};
 use super::spsc::{Consumer, Pop, Producer, PushError};
-use super::{Worker, RESULT_NOTIFY_BATCH};
+use super::{CostHint, Worker, RESULT_NOTIFY_BATCH};
 use crate::trace::{self, Span, Track, What};
 
 /// A worker's loop: pop, run, pass the result on; markers are reported;
@@ -17,12 +17,16 @@ pub(super) fn worker_main<T, R, F>(
     work: &F,
     shared: &Shared,
     spins: u32,
+    // `Some` when the policy reads speeds: time each item and publish the
+    // counts, with the user's cost hints when there are any.
+    measure: Option<Option<CostHint<'_, T>>>,
 ) where
     F: Fn(Worker, T) -> R,
 {
     let slot = &shared.slots[me.index];
     let mut processed = 0u64;
     let mut unnotified = 0u32;
+    let (mut busy_ns, mut work_done) = (0u64, 0.0f64);
     let tracer = trace::tracer();
     // Items run, only when `KEEL_TRACE` is on.
     let mut events: Option<Vec<Span>> = tracer.map(|_| Vec::new());
@@ -54,23 +58,40 @@ pub(super) fn worker_main<T, R, F>(
                 if shared.abort.load(Ordering::Relaxed) {
                     return;
                 }
-                let mut result = match (&mut events, tracer) {
-                    (Some(events), Some(tracer)) => {
-                        let start = std::time::Instant::now();
-                        let result = work(me, item);
+                // The work the item is, when the policy reads speeds: its
+                // valid hint, one unit without hints, unknown (not counted)
+                // for an invalid hint.
+                let units = measure.map(|hint| match hint.map(|h| h(&item)) {
+                    None => Some(1.0),
+                    Some(c) if c.is_finite() && c >= 0.0 => Some(c),
+                    Some(_) => None,
+                });
+                let start = (units.is_some() || events.is_some()).then(std::time::Instant::now);
+                let mut result = work(me, item);
+                if let Some(start) = start {
+                    let end = std::time::Instant::now();
+                    if let Some(Some(units)) = units {
+                        let ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
+                        busy_ns = busy_ns.saturating_add(ns);
+                        work_done += units;
+                        slot.busy_ns.store(busy_ns, Ordering::Relaxed);
+                        slot.work_bits.store(work_done.to_bits(), Ordering::Relaxed);
+                    }
+                    if units.is_some() {
+                        slot.done.store(processed + 1, Ordering::Relaxed);
+                    }
+                    if let (Some(events), Some(tracer)) = (&mut events, tracer) {
                         events.push(Span {
                             start,
-                            end: std::time::Instant::now(),
+                            end,
                             what: What::Item { n: processed },
                         });
                         if events.len() == trace::FLUSH_EVERY {
                             tracer.write(Track::FarmWorker(me.index), events);
                             events.clear();
                         }
-                        result
                     }
-                    _ => work(me, item),
-                };
+                }
                 processed += 1;
                 let Some(out) = output.as_mut() else {
                     continue;

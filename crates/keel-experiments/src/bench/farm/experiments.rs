@@ -16,9 +16,15 @@ use keel_policy::stats::median;
 use super::{Experiment, Overhead, Plan};
 use crate::error::Result;
 
+/// The earliest-finish-time dispatch on measured speeds.
+const EFT_MEASURED: &str = "eft:capacity=4";
+
+/// Its row label when the farm is told the measured speed ratio.
+const EFT_TOLD: &str = "eft (told speeds)";
+
 /// (a) uniform tasks.
 pub fn experiment_a(plan: &Plan) -> Result<Experiment> {
-    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand"];
+    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", EFT_MEASURED];
     let mut rows = Vec::new();
     for n in sizes(plan, &[1000, 4000], &[1000, 2000, 4000, 8000, 16000]) {
         let w = Primes::parse(&format!("primes:tasks={n}"))?;
@@ -47,7 +53,14 @@ pub fn experiment_a(plan: &Plan) -> Result<Experiment> {
 
 /// (b) one fast worker, against Eq. 2.
 pub fn experiment_b(plan: &Plan) -> Result<Experiment> {
-    let policies = ["rr", "arrs", "arrs-adaptive", "on-demand", "shortest-queue"];
+    let policies = [
+        "rr",
+        "arrs",
+        "arrs-adaptive",
+        "on-demand",
+        "shortest-queue",
+        EFT_MEASURED,
+    ];
     let base = Primes::parse("primes:fast-workers=1")?;
     let s = fast_speed(&base);
     let p = plan.workers;
@@ -57,12 +70,21 @@ pub fn experiment_b(plan: &Plan) -> Result<Experiment> {
         let w = Primes { tasks: n, ..base };
         let mut farms = build_labelled(&policies, p, None)?;
         // Worker 0 is the fast one (`fast-workers=1`).
+        let speeds: Vec<f64> = (0..p).map(|w| if w == 0 { s } else { 1.0 }).collect();
         let split = Farm::builder()
             .workers(p)
             .dispatch(Box::new(KnownSpeedSplit::new(vec![s, 1.0])))
             .build()
             .map_err(farm_error)?;
         farms.push((KNOWN_SPLIT.into(), split));
+        // `eft` told the same speeds, on the farm's unbounded queues.
+        let told = Farm::builder()
+            .workers(p)
+            .policy("eft")
+            .speeds(speeds.clone())
+            .build()
+            .map_err(farm_error)?;
+        farms.push((EFT_TOLD.into(), told));
         rows.extend(compare_farms(plan, n, farms, Some(model), |farm| {
             primes_run_timed(w, farm)
         })?);
@@ -85,6 +107,7 @@ pub fn experiment_b(plan: &Plan) -> Result<Experiment> {
                 "{KNOWN_SPLIT}: a baseline told the speeds in advance (worker 0 gets {s:.2}/({s:.2} + {}) of the items, spread evenly): the S balancing can reach on this machine",
                 p - 1
             ),
+            format!("{EFT_MEASURED}: earliest finish time on speeds measured as the farm runs (queues bounded at 4 so that items are placed while workers run); {EFT_TOLD}: the same rule told the speeds above, unbounded queues"),
             "busy %: each worker's time in tasks over the run's wall time (mean of the runs); the model assumes solo task speeds, so busy workers below the model ran slower tasks, not idle ones".into(),
         ],
         rows,

@@ -108,9 +108,15 @@ pub(crate) fn compare_farms(
             let (mean, se) = mean_se(&times[i]);
             let s = rr_mean / mean;
             let rel = ((rr_se / rr_mean).powi(2) + (se / mean).powi(2)).sqrt();
+            let mut ratios: Vec<f64> = times[0]
+                .iter()
+                .zip(&times[i])
+                .map(|(rr, x)| rr / x)
+                .collect();
             Row {
                 size,
                 policy: p.to_string(),
+                median_round_ratio: median(&mut ratios),
                 mean_s: mean,
                 se_s: se,
                 speedup: s,

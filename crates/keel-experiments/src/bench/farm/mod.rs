@@ -11,7 +11,8 @@
 //!   workers, 1K–16K tasks (Fig. 6);
 //! - **(b)** two workers, the first counting primes only up to 2,000, against
 //!   the model `S = Σsᵢ / (p·s₁)` (Eq. 2) with the speed ratio measured now
-//!   (Figs. 7–8);
+//!   (Figs. 7–8), with the earliest-finish-time dispatch on measured
+//!   speeds (`eft:capacity=4`, also in (a)) and told the speed ratio;
 //! - **(c)** three workers, two pinned to core 0 and one to core 1, uniform
 //!   tasks: more workers than cores, unevenly placed (Fig. 10);
 //! - **(d)** very short uniform tasks: MD-like pair forces (Fig. 11);
@@ -66,6 +67,10 @@ pub struct Row {
     pub speedup: f64,
     /// Standard error of S.
     pub speedup_se: f64,
+    /// The median over runs of `t_rr / t_X` within each round of the
+    /// interleaved runs: what a drift of this machine's speed between
+    /// rounds does not enter.
+    pub median_round_ratio: f64,
     /// Eq. 2's S, where the experiment has a model.
     pub model: Option<f64>,
     /// Items each worker ran in the last run.
