@@ -35,14 +35,15 @@ mod claim;
 mod foreign;
 mod index;
 mod instance;
+#[cfg(all(loom, test))]
+mod loom_tests;
 mod parallel;
 mod record;
 mod schedule;
 mod state;
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -55,6 +56,7 @@ use keel_policy::select::{self, Setting};
 use state::{Parsed, ParsedSchedule};
 
 use crate::pool::{self, PoolError, ThreadPool};
+use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
 pub use foreign::Workshare;
