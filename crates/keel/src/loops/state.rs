@@ -197,9 +197,11 @@ fn registered(id: &LoopId) -> SharedState {
     let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
     match map.get(id) {
         Some(&state) => state,
-        None => *map
-            .entry(id.clone())
-            .or_insert_with(|| Box::leak(Box::default())),
+        None => {
+            let state: SharedState = Box::leak(Box::default());
+            map.insert(id.clone(), state);
+            state
+        }
     }
 }
 
