@@ -16,8 +16,8 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
 //! --lib --release loom`. Every model here explores at that bound: from
 //! 166 executions (two participants of `dynamic,1` over 3 iterations) to
-//! about 90,000 (three of `af` over 6), half a minute for all of them on
-//! two cores.
+//! about 90,000 (three of `af` over 6); all of them take about 20 s of CPU
+//! (release build).
 
 use super::{record, LoopId, LoopSummary, Schedule, Workshare};
 use crate::sync::{thread, Arc, UnsafeCell};
