@@ -26,13 +26,13 @@
 //! participant's start and finish.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
 
 use super::{Board, Slot};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::trace::{self, ChunkEvent, LoopLabel};
 
 /// Counters shared by one loop instance, on the caller's stack.
@@ -351,7 +351,7 @@ impl Runner<'_, '_> {
     }
 }
 
-pub(crate) fn lock(m: &std::sync::Mutex<Range<u64>>) -> std::sync::MutexGuard<'_, Range<u64>> {
+pub(crate) fn lock(m: &Mutex<Range<u64>>) -> MutexGuard<'_, Range<u64>> {
     // A body panic never happens while a range lock is held.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -7,8 +7,6 @@
 //! what was prepared, so all plans are equal — and claims chunks; the last
 //! to leave records the instance and gets its summary.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -16,6 +14,7 @@ use keel_policy::ContextHandler;
 
 use super::instance::{self, History, LoopSpec, Prepared};
 use super::{claim, ready_slots, Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
+use crate::sync::{AtomicBool, AtomicUsize, OnceLock, Ordering};
 use crate::trace::LoopLabel;
 
 /// One instance of a loop over the offsets `0..iterations`, run by
@@ -202,6 +201,12 @@ impl<'a> Workshare<'a> {
         }
         let t_par = ready.t0.map(|t0| t0.elapsed().as_secs_f64());
         Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
+    }
+
+    /// How many participants prepared the instance: one once any arrived.
+    #[cfg(all(test, loom))]
+    pub(super) fn preparations(&self) -> usize {
+        self.ready.runs()
     }
 }
 

@@ -35,6 +35,8 @@ mod claim;
 mod foreign;
 mod index;
 mod instance;
+#[cfg(all(loom, test))]
+mod loom_tests;
 mod parallel;
 mod pooled;
 mod record;
@@ -42,8 +44,7 @@ mod schedule;
 mod state;
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
 use keel_policy::concept::{Concept, Model, Subject};
@@ -54,6 +55,7 @@ use keel_policy::select::{self, Setting};
 use state::{Parsed, ParsedSchedule};
 
 use crate::pool::{self, PoolError, ThreadPool};
+use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
 pub use foreign::Workshare;

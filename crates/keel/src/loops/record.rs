@@ -274,8 +274,7 @@ impl LoopRecord {
         t_par: f64,
         profiled: bool,
     ) {
-        let f64_of =
-            |word: &std::sync::atomic::AtomicU64| f64::from_bits(word.load(Ordering::Relaxed));
+        let f64_of = |word: &crate::sync::AtomicU64| f64::from_bits(word.load(Ordering::Relaxed));
         self.instances += 1;
         let last = &mut self.last;
         last.schedule.clear();

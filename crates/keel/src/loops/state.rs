@@ -9,10 +9,19 @@
 //! keeps its most recently used states in a small cache keyed by the
 //! `&'static Location` pointer (or name pointer) and reaches the global map —
 //! a hashed lookup under a lock — only on a miss.
+//!
+//! The state's lock is part of an instance's protocol (a `Workshare`'s
+//! last participant records while another team's first may already be
+//! preparing the next instance), so it comes from the `sync` facade. Under
+//! loom the registry lives for one execution (loom's `lazy_static`), since
+//! no loom lock may outlive the execution that made it, and the per-thread
+//! cache is skipped: it is a thread-local memo of the registry, not a
+//! protocol between threads.
 
+#[cfg(not(loom))]
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
 
 use keel_policy::concept::Concept;
 use keel_policy::dls::{LoopSchedule, SharedAssignment};
@@ -20,6 +29,7 @@ use keel_policy::select::{AutoSpec, LoopSelector};
 
 use super::record::LoopRecord;
 use super::LoopId;
+use crate::sync::{Mutex, MutexGuard};
 
 /// A schedule parsed from a spec text, with the spec's chunk and its
 /// canonical spec text; shared by one `Arc`, so an instance takes one
@@ -114,17 +124,33 @@ pub(crate) struct LoopState {
 /// hold anyway: one state per distinct call site or name.
 pub(crate) type SharedState = &'static Mutex<LoopState>;
 
-fn states() -> &'static Mutex<HashMap<LoopId, SharedState>> {
-    static STATES: OnceLock<Mutex<HashMap<LoopId, SharedState>>> = OnceLock::new();
+type Registry = Mutex<HashMap<LoopId, SharedState>>;
+
+#[cfg(not(loom))]
+fn states() -> &'static Registry {
+    static STATES: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
     STATES.get_or_init(Default::default)
 }
 
+/// One registry per loom execution. Its states are leaked as without loom
+/// (a model makes a handful per execution).
+#[cfg(loom)]
+fn states() -> &'static Registry {
+    loom::lazy_static! {
+        static ref STATES: Registry = Default::default();
+    }
+    &STATES
+}
+
 /// Per-thread cache size: loops a thread alternates between without a miss.
+#[cfg(not(loom))]
 const RECENT: usize = 8;
 
 /// A thread's recently used states, and the slot the next miss replaces.
+#[cfg(not(loom))]
 type Recent = ([Option<(LoopId, SharedState)>; RECENT], usize);
 
+#[cfg(not(loom))]
 thread_local! {
     static RECENT_STATES: RefCell<Recent> = RefCell::new((Default::default(), 0));
 }
@@ -134,6 +160,7 @@ thread_local! {
 /// map covers a site whose location the compiler duplicated (generic code
 /// in several units). Names compare by text, since an owned name is a new
 /// allocation on every instance.
+#[cfg(not(loom))]
 fn same(a: &LoopId, b: &LoopId) -> bool {
     match (a, b) {
         (LoopId::Site(x), LoopId::Site(y)) => std::ptr::eq(*x, *y),
@@ -143,6 +170,7 @@ fn same(a: &LoopId, b: &LoopId) -> bool {
 }
 
 /// The state of loop `id`, created on first use.
+#[cfg(not(loom))]
 pub(crate) fn state_of(id: &LoopId) -> SharedState {
     RECENT_STATES.with(|recent| {
         let mut recent = recent.borrow_mut();
@@ -150,19 +178,31 @@ pub(crate) fn state_of(id: &LoopId) -> SharedState {
         if let Some(&(_, state)) = slots.iter().flatten().find(|(k, _)| same(k, id)) {
             return state;
         }
-        let state: SharedState = {
-            let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
-            match map.get(id) {
-                Some(&state) => state,
-                None => *map
-                    .entry(id.clone())
-                    .or_insert_with(|| Box::leak(Box::default())),
-            }
-        };
+        let state = registered(id);
         slots[*next] = Some((id.clone(), state));
         *next = (*next + 1) % RECENT;
         state
     })
+}
+
+/// The state of loop `id`, created on first use (no per-thread cache: see
+/// the module notes).
+#[cfg(loom)]
+pub(crate) fn state_of(id: &LoopId) -> SharedState {
+    registered(id)
+}
+
+/// Loop `id`'s state from the registry, created on first use.
+fn registered(id: &LoopId) -> SharedState {
+    let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
+    match map.get(id) {
+        Some(&state) => state,
+        None => {
+            let state: SharedState = Box::leak(Box::default());
+            map.insert(id.clone(), state);
+            state
+        }
+    }
 }
 
 /// Locks a loop's state. A panic never happens while it is held (user code
