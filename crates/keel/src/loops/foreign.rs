@@ -160,21 +160,7 @@ impl<'a> Workshare<'a> {
     /// nothing. A panic in the body reaches that participant's thread;
     /// the instance then is never recorded.
     pub fn participate(&self, me: usize) -> Result<Option<LoopSummary>, LoopError> {
-        let twice = match self.joined.get(me) {
-            Some(flag) => flag.swap(true, Ordering::Relaxed),
-            None => true,
-        };
-        if twice {
-            return Err(LoopError::Participant {
-                index: me,
-                threads: self.threads,
-            });
-        }
-        let ready = self
-            .ready
-            .get_or_init(|| self.prepare())
-            .as_ref()
-            .map_err(Clone::clone)?;
+        let ready = self.enter(me)?;
         let spec = self.spec();
         let mut ctx = ContextHandler::new();
         ready.prepared.provide(&mut ctx, &spec, &ready.history);
@@ -196,14 +182,42 @@ impl<'a> Workshare<'a> {
             shared: &self.shared,
         };
         claim::participate(me, &instance);
+        Ok(self.leave(ready))
+    }
+
+    /// Marks participant `me` as joined and returns what the first
+    /// participant prepared (preparing it when `me` is the first).
+    fn enter(&self, me: usize) -> Result<&Ready, LoopError> {
+        let twice = match self.joined.get(me) {
+            Some(flag) => flag.swap(true, Ordering::Relaxed),
+            None => true,
+        };
+        if twice {
+            return Err(LoopError::Participant {
+                index: me,
+                threads: self.threads,
+            });
+        }
+        self.ready
+            .get_or_init(|| self.prepare())
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// One participant has left, its stats in its slot: the last to leave
+    /// records the instance and gets the summary.
+    fn leave(&self, ready: &Ready) -> Option<LoopSummary> {
         // AcqRel: the last to leave sees every participant's stats.
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Ok(None);
+            return None;
         }
         let t_par = ready.t0.map(|t0| t0.elapsed().as_secs_f64());
-        Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
+        Some(ready.prepared.finish(&self.id, &self.slots, t_par))
     }
 }
+
+mod cursor;
+pub use cursor::Cursor;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -57,7 +57,7 @@ use state::{Parsed, ParsedSchedule};
 use crate::pool::{self, PoolError, ThreadPool};
 use crate::warn;
 
-pub use foreign::Workshare;
+pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
 pub use instance::record_all;
 pub use parallel::{
