@@ -3,7 +3,9 @@
  * failed check and, at the end, "all ok" and the interposer's loop counts
  * (taken=-1 without the preload). Exit status 1 when a check failed.
  * Built by keel-omp's tests with gcc -fopenmp (also as C++). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
