@@ -202,6 +202,9 @@ pub(crate) struct Member {
 }
 
 /// The loop a thread is in.
+// One per thread, in its thread-local state: its size costs nothing,
+// boxing the cursor would cost an allocation per loop and thread.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Current {
     /// None, or one libgomp runs.
     Libgomp,
