@@ -66,7 +66,7 @@ impl Team {
         me: usize,
         threads: usize,
         call: &LoopCall,
-    ) -> (Decision, Option<Cursor>) {
+    ) -> (Decision, Option<Box<Cursor>>) {
         if threads <= 1 {
             return count(decide(call, threads.max(1), me));
         }
@@ -101,7 +101,7 @@ impl Team {
     }
 }
 
-fn count(decided: (Decision, Option<Cursor>)) -> (Decision, Option<Cursor>) {
+fn count(decided: (Decision, Option<Box<Cursor>>)) -> (Decision, Option<Box<Cursor>>) {
     let counter = match decided.0 {
         Decision::Take(_) => &TAKEN,
         Decision::Forward => &FORWARDED,
@@ -124,7 +124,7 @@ pub(crate) struct LoopCall {
 /// The first arrival's decision: take the loop under the process-wide
 /// schedule (and join it, so that a schedule that cannot plan it turns
 /// into forwarding before anyone else sees the decision), or forward it.
-fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Cursor>) {
+fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<Cursor>>) {
     if cancellation() {
         return (Decision::Forward, None);
     }
@@ -139,9 +139,10 @@ fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Curso
     ) else {
         return (Decision::Forward, None);
     };
-    let work = Arc::new(Workshare::pulled(loop_id(call.site), &schedule, n, threads));
+    let work = workshare(call.site, &schedule, n, threads);
     match Arc::clone(&work).join(me) {
-        Ok(cursor) => (Decision::Take(work), Some(cursor)),
+        // Boxed once here: the cursor then moves as a pointer.
+        Ok(cursor) => (Decision::Take(work), Some(Box::new(cursor))),
         Err(err) => {
             warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
             (Decision::Forward, None)
@@ -158,17 +159,47 @@ fn cancellation() -> bool {
     *ON.get_or_init(|| unsafe { real::omp_get_cancellation()() } != 0)
 }
 
-/// The loop's identity in Keel's records: the object holding the call
-/// site and the site's offset in it (stable across runs despite ASLR).
-fn loop_id(site: usize) -> LoopId {
-    static IDS: OnceLock<Mutex<HashMap<usize, LoopId>>> = OnceLock::new();
-    let ids = IDS.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut ids = ids.lock().unwrap_or_else(|e| e.into_inner());
-    ids.entry(site)
-        .or_insert_with(|| LoopId::named(site_name(site)))
-        .clone()
+/// What a call site keeps across its instances.
+struct Site {
+    /// The loop's identity in Keel's records.
+    id: LoopId,
+    /// The workshare of its last instance, renewed for the next one when
+    /// every participant has left it (and the team size is the same),
+    /// which saves its allocations.
+    spare: Option<Arc<Workshare<'static>>>,
 }
 
+/// A workshare for an instance of the loop at `site`.
+fn workshare(
+    site: usize,
+    schedule: &keel::Schedule,
+    n: u64,
+    threads: usize,
+) -> Arc<Workshare<'static>> {
+    static SITES: OnceLock<Mutex<HashMap<usize, Site>>> = OnceLock::new();
+    let sites = SITES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut sites = sites.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = sites.entry(site).or_insert_with(|| Site {
+        id: LoopId::named(site_name(site)),
+        spare: None,
+    });
+    let id = entry.id.clone();
+    let work = match entry.spare.take() {
+        Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
+            Some(unused) => {
+                unused.renew(id, schedule, n);
+                spare
+            }
+            None => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+        },
+        _ => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+    };
+    entry.spare = Some(Arc::clone(&work));
+    work
+}
+
+/// The loop's name: the object holding the call site and the site's
+/// offset in it (stable across runs despite address randomisation).
 fn site_name(site: usize) -> String {
     // SAFETY: an all-zero Dl_info is a valid out-parameter.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -202,9 +233,6 @@ pub(crate) struct Member {
 }
 
 /// The loop a thread is in.
-// One per thread, in its thread-local state: its size costs nothing,
-// boxing the cursor would cost an allocation per loop and thread.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum Current {
     /// None, or one libgomp runs.
     Libgomp,
@@ -217,7 +245,7 @@ pub(crate) enum Current {
     /// *last* chunk ends at the loop's end, which schedules that steal or
     /// follow an assignment would not otherwise guarantee.
     Taken {
-        cursor: Option<Cursor>,
+        cursor: Option<Box<Cursor>>,
         bounds: Bounds,
         held: Option<Range<u64>>,
     },
@@ -264,7 +292,7 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         Decision::Take(work) => {
             let cursor = match mine {
                 Some(cursor) => cursor,
-                None => work.join(me).unwrap_or_else(|err| {
+                None => work.join(me).map(Box::new).unwrap_or_else(|err| {
                     crate::fatal(&format!(
                         "thread {me} of {threads} cannot join a loop its team took: {err}"
                     ))
@@ -301,10 +329,10 @@ pub(crate) fn next() -> Step {
             held,
         } => {
             let n = bounds.iterations().unwrap_or(0);
-            let mut offsets = cursor.as_mut().and_then(Cursor::next);
+            let mut offsets = cursor.as_mut().and_then(|c| c.next());
             if offsets.as_ref().is_some_and(|r| r.end == n) && held.is_none() {
                 *held = offsets.take();
-                offsets = cursor.as_mut().and_then(Cursor::next);
+                offsets = cursor.as_mut().and_then(|c| c.next());
             }
             match offsets.or_else(|| held.take()) {
                 Some(offsets) => {

@@ -101,6 +101,43 @@ impl<'a> Workshare<'a> {
         }
     }
 
+    /// Readies the workshare for another instance, of loop `id` under
+    /// `schedule` over `iterations`, for the same team size: what an
+    /// OpenMP interposer does with a call site's workshare once every
+    /// participant of its last instance is gone (`&mut self` proves it),
+    /// instead of allocating a new one. The chunk and recording settings
+    /// go back to the defaults.
+    ///
+    /// ```
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let body = |_: usize, _: u64, _: u64| {};
+    /// let schedule = "dynamic,2".parse()?;
+    /// let mut work = Workshare::new(LoopId::named("doc-renew"), &schedule, 10, 1, &body);
+    /// assert_eq!(work.participate(0).unwrap().unwrap().chunks, 5);
+    /// work.renew(LoopId::named("doc-renew"), &"static".parse()?, 7);
+    /// assert_eq!(work.participate(0).unwrap().unwrap().iterations, 7);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
+    pub fn renew(&mut self, id: LoopId, schedule: &Schedule, iterations: u64) {
+        self.id = id;
+        self.schedule = schedule.clone();
+        self.iterations = iterations;
+        self.chunk = None;
+        self.record = false;
+        for joined in self.joined.iter_mut() {
+            *joined.get_mut() = false;
+        }
+        self.ready = OnceLock::new();
+        self.shared = claim::Shared::new();
+        *self.left.get_mut() = self.threads;
+    }
+
+    /// The team size this workshare was made for.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// The chunk parameter, as [`ParallelLoop::chunk`](super::ParallelLoop::chunk).
     pub fn chunk(mut self, chunk: u64) -> Self {
         self.chunk = Some(chunk);

@@ -263,3 +263,45 @@ fn a_cursor_may_leave_early_or_be_dropped_and_the_last_still_records() {
     assert_eq!(summary.iterations, 10);
     assert_eq!(summary.chunks, 5);
 }
+
+#[test]
+fn a_renewed_workshare_runs_its_next_instance_exactly_once() {
+    let schedules = ["static-steal", "af", "dynamic,3", "guided", "auto"];
+    let first = "static".parse().unwrap();
+    let mut work = super::Workshare::pulled(LoopId::named("pulled/renew"), &first, 100, 3);
+    for (round, spec) in schedules.iter().cycle().take(15).enumerate() {
+        let n = 50 + round as u64 * 37;
+        work.renew(LoopId::named("pulled/renew"), &spec.parse().unwrap(), n);
+        let shared = std::sync::Arc::new(work);
+        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let last = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|me| {
+                    let (shared, counts) = (std::sync::Arc::clone(&shared), &counts);
+                    s.spawn(move || {
+                        let mut cursor = shared.join(me).unwrap();
+                        while let Some(chunk) = cursor.next() {
+                            for i in chunk {
+                                counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        cursor.leave().is_some()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter(|_| true)
+                .map(|h| h.join().unwrap())
+                .filter(|&l| l)
+                .count()
+        });
+        assert_eq!(last, 1, "{spec}");
+        assert!(
+            counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+            "{spec} n={n}"
+        );
+        work = std::sync::Arc::into_inner(shared).expect("every cursor is gone");
+        assert_eq!(work.threads(), 3);
+    }
+}
