@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::bounds::Bounds;
 use crate::settings::{self, Kind};
-use crate::team::{trampoline, LoopCall, Preset, RealStart, Region, Team};
+use crate::team::{self, trampoline, LoopCall, Preset, RealStart, Region, Team};
 use crate::{guard, real};
 
 type Body = extern "C" fn(*mut c_void);
@@ -139,6 +139,73 @@ combined_chunked!(
     Kind::Guided,
     false
 );
+
+/// libgomp's `GOMP_parallel_start` (GCC before 4.9): the encountering
+/// thread's state set aside until `GOMP_parallel_end`; the team's loops
+/// stay libgomp's.
+#[no_mangle]
+pub extern "C" fn GOMP_parallel_start(body: Body, data: *mut c_void, num_threads: c_uint) {
+    guard(|| {
+        team::legacy_region_start();
+        // SAFETY: libgomp's function with the caller's arguments.
+        unsafe { real::GOMP_parallel_start()(body, data, num_threads) };
+    })
+}
+
+/// libgomp's `GOMP_parallel_sections_start` (GCC before 4.9), as
+/// [`GOMP_parallel_start`].
+#[no_mangle]
+pub extern "C" fn GOMP_parallel_sections_start(
+    body: Body,
+    data: *mut c_void,
+    num_threads: c_uint,
+    count: c_uint,
+) {
+    guard(|| {
+        team::legacy_region_start();
+        // SAFETY: libgomp's function with the caller's arguments.
+        unsafe { real::GOMP_parallel_sections_start()(body, data, num_threads, count) };
+    })
+}
+
+macro_rules! legacy_loop_start {
+    ($name:ident $(, $chunk:ident)?) => {
+        #[doc = concat!("libgomp's `", stringify!($name), "` (GCC before 4.9), as [`GOMP_parallel_start`]: the loop stays libgomp's.")]
+        #[allow(clippy::too_many_arguments)]
+        #[no_mangle]
+        pub extern "C" fn $name(
+            body: Body,
+            data: *mut c_void,
+            num_threads: c_uint,
+            start: c_long,
+            end: c_long,
+            incr: c_long,
+            $($chunk: c_long,)?
+        ) {
+            guard(|| {
+                team::legacy_region_start();
+                // SAFETY: libgomp's function with the caller's arguments.
+                unsafe { real::$name()(body, data, num_threads, start, end, incr $(, $chunk)?) };
+            })
+        }
+    };
+}
+
+legacy_loop_start!(GOMP_parallel_loop_static_start, chunk);
+legacy_loop_start!(GOMP_parallel_loop_dynamic_start, chunk);
+legacy_loop_start!(GOMP_parallel_loop_guided_start, chunk);
+legacy_loop_start!(GOMP_parallel_loop_runtime_start);
+
+/// libgomp's `GOMP_parallel_end`: the end of a legacy region; restores
+/// what its start set aside.
+#[no_mangle]
+pub extern "C" fn GOMP_parallel_end() {
+    guard(|| {
+        // SAFETY: libgomp's function, called as the program would.
+        unsafe { real::GOMP_parallel_end()() };
+        team::legacy_region_end();
+    })
+}
 
 /// `omp_set_schedule`: libgomp's, and the process-wide schedule Keel's
 /// `schedule(runtime)` loops follow while `KEEL_SCHEDULE` is unset.

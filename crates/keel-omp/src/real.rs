@@ -62,6 +62,13 @@ real! {
     GOMP_barrier: fn();
     GOMP_barrier_cancel: fn() -> bool;
     GOMP_parallel: fn(Body, *mut c_void, c_uint, c_uint);
+    GOMP_parallel_start: fn(Body, *mut c_void, c_uint);
+    GOMP_parallel_end: fn();
+    GOMP_parallel_sections_start: fn(Body, *mut c_void, c_uint, c_uint);
+    GOMP_parallel_loop_static_start: fn(Body, *mut c_void, c_uint, Long, Long, Long, Long);
+    GOMP_parallel_loop_dynamic_start: fn(Body, *mut c_void, c_uint, Long, Long, Long, Long);
+    GOMP_parallel_loop_guided_start: fn(Body, *mut c_void, c_uint, Long, Long, Long, Long);
+    GOMP_parallel_loop_runtime_start: fn(Body, *mut c_void, c_uint, Long, Long, Long);
 
     GOMP_loop_end: fn();
     GOMP_loop_end_nowait: fn();

@@ -461,3 +461,52 @@ fn start_in_libgomp(preset: &Preset) -> Option<(i64, i64)> {
 /// Loop instances the first arrivals took and forwarded, process-wide.
 pub(crate) static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 pub(crate) static FORWARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The states the legacy region entries (`GOMP_parallel_start`, ...) set
+/// aside, each with the level of the thread that started the region.
+struct Legacy {
+    saved: ThreadState,
+    level: i32,
+}
+
+thread_local! {
+    static LEGACY: RefCell<Vec<Legacy>> = const { RefCell::new(Vec::new()) };
+}
+
+/// GCC before 4.9 starts a region with `GOMP_parallel_start` (or a
+/// `GOMP_parallel_*_start`), then the encountering thread runs the body
+/// itself and ends with `GOMP_parallel_end`. Those teams are not wrapped,
+/// so their loops are forwarded; the encountering thread's own state (it
+/// may be inside a loop Keel runs for an outer team) is set aside here so
+/// that the inner team's loops neither see nor end it. Called before
+/// libgomp starts the region, at the encountering level.
+pub(crate) fn legacy_region_start() {
+    let level = level();
+    let fresh = ThreadState {
+        member: None,
+        current: Current::Libgomp,
+    };
+    if let Some(saved) = with_state(|st| std::mem::replace(st, fresh)) {
+        let _ = LEGACY.try_with(|l| l.borrow_mut().push(Legacy { saved, level }));
+    }
+}
+
+/// The end of a legacy region, called after libgomp's `GOMP_parallel_end`
+/// (back at the encountering level): restores what its start set aside.
+/// An end that no wrapped start matches restores nothing.
+pub(crate) fn legacy_region_end() {
+    let here = level();
+    let saved = LEGACY
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            (l.last().map(|top| top.level) == Some(here))
+                .then(|| l.pop())
+                .flatten()
+        })
+        .ok()
+        .flatten();
+    if let Some(Legacy { saved, .. }) = saved {
+        let inner = with_state(|st| std::mem::replace(st, saved));
+        drop(inner);
+    }
+}

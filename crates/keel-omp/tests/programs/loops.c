@@ -218,6 +218,38 @@ static void many_short_loops(int loops) {
     if (total != 8L * loops) { printf("FAIL %d short loops: %ld\n", loops, total); failures++; }
 }
 
+/* GCC before 4.9 started regions with GOMP_parallel_start and ran the body
+ * on the encountering thread too; such a region inside a loop Keel runs
+ * must leave that loop alone. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void GOMP_parallel_start(void (*fn)(void *), void *data, unsigned num_threads);
+void GOMP_parallel_end(void);
+#ifdef __cplusplus
+}
+#endif
+
+static void legacy_body(void *arg) {
+    long base = *(long *)arg;
+#pragma omp for schedule(runtime)
+    for (long i = 0; i < 16; i++) hit(base + i);
+}
+
+static void legacy_regions(void) {
+    reset(64 * 16);
+    omp_set_max_active_levels(2);
+#pragma omp parallel for schedule(runtime) num_threads(2)
+    for (long o = 0; o < 64; o++) {
+        long base = o * 16;
+        GOMP_parallel_start(legacy_body, &base, 2);
+        legacy_body(&base);
+        GOMP_parallel_end();
+    }
+    omp_set_max_active_levels(1);
+    check("legacy regions inside a loop", 64 * 16, 1);
+}
+
 int main(int argc, char **argv) {
     int short_loops = argc > 1 ? atoi(argv[1]) : 100000;
     runtime_bounds(N);
@@ -229,6 +261,7 @@ int main(int argc, char **argv) {
     nested(N);
     set_schedule(N);
     shapes();
+    legacy_regions();
     many_short_loops(short_loops);
     unsigned long long taken = (unsigned long long)-1, forwarded = 0;
     void (*counts)(unsigned long long *, unsigned long long *) =
