@@ -8,6 +8,7 @@
 #endif
 #include <dlfcn.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,77 @@ static void legacy_regions(void) {
     check("legacy regions inside a loop", 64 * 16, 1);
 }
 
+/* GOMP_loop_start / GOMP_loop_ull_start called as GCC 9+ calls them for
+ * plain loops: every sched encoding Keel may take, and static, which it
+ * never takes; the three ends, GOMP_loop_end_cancel among them. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+bool GOMP_loop_start(long, long, long, long, long, long *, long *, void *, void *);
+bool GOMP_loop_runtime_next(long *, long *);
+bool GOMP_loop_ull_start(bool, unsigned long long, unsigned long long, unsigned long long, long,
+                          unsigned long long, unsigned long long *, unsigned long long *, void *, void *);
+bool GOMP_loop_ull_runtime_next(unsigned long long *, unsigned long long *);
+void GOMP_loop_end_nowait(void);
+void GOMP_loop_end(void);
+bool GOMP_loop_end_cancel(void);
+#ifdef __cplusplus
+}
+#endif
+
+static void direct_loop_start(long n) {
+    long scheds[] = {0, 1, 2, 3, 4, 0x80000000L, 0x80000002L, 0x80000003L};
+    int kinds = (int)(sizeof scheds / sizeof scheds[0]);
+    int cancelled = 0;
+    reset(n);
+#pragma omp parallel
+    {
+        for (int k = 0; k < kinds; k++) {
+            long s, e;
+            if (GOMP_loop_start(n - 1, -1, -1, scheds[k], 3, &s, &e, NULL, NULL)) {
+                do {
+                    for (long i = s; i > e; i--) hit(i);
+                } while (GOMP_loop_runtime_next(&s, &e));
+            }
+            GOMP_loop_end_nowait();
+            unsigned long long us, ue;
+            if (GOMP_loop_ull_start(1, 0, (unsigned long long)n, 1, scheds[k], 2, &us, &ue, NULL, NULL)) {
+                do {
+                    for (unsigned long long i = us; i < ue; i++) hit((long)i);
+                } while (GOMP_loop_ull_runtime_next(&us, &ue));
+            }
+            if (k % 2) {
+                GOMP_loop_end();
+            } else if (GOMP_loop_end_cancel()) {
+                cancelled = 1;
+            }
+        }
+    }
+    if (cancelled) { printf("FAIL GOMP_loop_end_cancel reported a cancellation\n"); failures++; }
+    check("GOMP_loop_start and GOMP_loop_ull_start, every sched", n, 2 * kinds);
+}
+
+static void more_kinds(long n) {
+    reset(n);
+    unsigned long long un = (unsigned long long)n;
+#pragma omp parallel
+    {
+#pragma omp for schedule(dynamic, 4)
+        for (unsigned long long i = 0; i < un; i++) hit((long)i);
+#pragma omp for schedule(guided)
+        for (unsigned long long i = un; i > 0; i--) hit((long)(i - 1));
+#pragma omp for schedule(monotonic : dynamic)
+        for (unsigned long long i = 0; i < un; i++) hit((long)i);
+        /* a loop with a cancel construct (cancellation off: a no-op) */
+#pragma omp for schedule(runtime)
+        for (long i = 0; i < n; i++) {
+#pragma omp cancel for if (i < 0)
+            hit(i);
+        }
+    }
+    check("ull dynamic and guided, a cancellable loop", n, 4);
+}
+
 int main(int argc, char **argv) {
     int short_loops = argc > 1 ? atoi(argv[1]) : 100000;
     runtime_bounds(N);
@@ -262,6 +334,8 @@ int main(int argc, char **argv) {
     set_schedule(N);
     shapes();
     legacy_regions();
+    direct_loop_start(N);
+    more_kinds(N);
     many_short_loops(short_loops);
     unsigned long long taken = (unsigned long long)-1, forwarded = 0;
     void (*counts)(unsigned long long *, unsigned long long *) =
