@@ -199,8 +199,27 @@ pub(crate) fn settings() -> &'static Settings {
         for warning in warnings {
             eprintln!("keel-omp: warning: {warning}");
         }
+        finish_trace_at_exit();
         settings
     })
+}
+
+/// With `KEEL_TRACE` set, completes the trace file when the program exits
+/// (the program has no `keel::trace::FinishGuard` of its own). Only the
+/// process that registered it finishes the file: a forked child that calls
+/// `exit` leaves its parent's trace alone.
+fn finish_trace_at_exit() {
+    static PID: OnceLock<u32> = OnceLock::new();
+    extern "C" fn finish() {
+        if PID.get() == Some(&std::process::id()) {
+            let _ = std::panic::catch_unwind(keel::trace::finish);
+        }
+    }
+    if std::env::var_os("KEEL_TRACE").is_some_and(|v| !v.is_empty()) {
+        PID.get_or_init(std::process::id);
+        // SAFETY: `finish` is an `extern "C" fn()` that never unwinds.
+        unsafe { libc::atexit(finish) };
+    }
 }
 
 /// The schedule the program last set with `omp_set_schedule`, from any

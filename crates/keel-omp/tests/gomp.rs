@@ -369,3 +369,41 @@ fn a_program_that_forks_after_the_runtime_started() {
         assert!(r.ok, "preload={preload}: {}{}", r.stdout, r.stderr);
     }
 }
+
+#[test]
+fn keel_trace_is_complete_json_naming_each_loop_by_its_call_site() {
+    let Some(bin) = c_loops() else {
+        can_run(
+            "keel_trace_is_complete_json_naming_each_loop_by_its_call_site",
+            "gcc -fopenmp",
+            false,
+        );
+        return;
+    };
+    let trace = scratch().join("trace.json");
+    let path = trace.to_str().unwrap();
+    let env = [
+        ("KEEL_SCHEDULE", "dynamic,64"),
+        ("OMP_NUM_THREADS", "2"),
+        ("KEEL_TRACE", path),
+    ];
+    let r = report(&run(bin, &["10", "1000"], &env, true));
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap())
+        .expect("the trace is complete JSON after the program exits");
+    let names: std::collections::BTreeSet<String> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("omp:") && n.contains("+0x")),
+        "{names:?}"
+    );
+    // Each call site is its own loop: the program has dozens.
+    assert!(names.len() > 20, "{names:?}");
+}
