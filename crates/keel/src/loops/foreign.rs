@@ -134,6 +134,14 @@ impl<'a> Workshare<'a> {
     }
 
     /// The team size this workshare was made for.
+    ///
+    /// ```
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let work = Workshare::pulled(LoopId::named("doc-threads"), &"static".parse()?, 9, 4);
+    /// assert_eq!(work.threads(), 4);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
     pub fn threads(&self) -> usize {
         self.threads
     }
