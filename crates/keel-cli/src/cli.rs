@@ -46,6 +46,9 @@ pub enum Command {
     /// The real gang scheduler on this machine: run the FCS paper's
     /// verification scenarios under fcfs, local, gs, sb and fcs.
     Cosched(crate::cosched::CoschedArgs),
+    /// OpenMP programs (GCC / gfortran) with their loops dispatched by
+    /// Keel: `keel omp run [--schedule S] -- ./app args`.
+    Omp(crate::omp::OmpArgs),
 }
 
 /// `keel map`.

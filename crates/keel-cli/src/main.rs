@@ -15,6 +15,7 @@ mod cosched;
 mod demo;
 mod error;
 mod map;
+mod omp;
 mod plot;
 mod policies;
 mod progress;
@@ -75,5 +76,16 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
         },
         Command::Sim(args) => sim::run(&args, out),
         Command::Cosched(args) => cosched::run(&args, out),
+        Command::Omp(args) => match args.command {
+            omp::OmpCommand::Run(args) => {
+                let status = omp::run(&args)?;
+                out.flush()?;
+                if status != 0 {
+                    // The program's own status, without an `error:` line.
+                    std::process::exit(i32::from(status));
+                }
+                Ok(())
+            }
+        },
     }
 }

@@ -38,9 +38,9 @@ use crate::trace::{self, ChunkEvent, LoopLabel};
 /// Counters shared by one loop instance, on the caller's stack.
 pub(crate) struct Shared {
     /// Next chunk index (`Indexed`) or next iteration (`Remaining`).
-    next: CachePadded<AtomicU64>,
+    pub(crate) next: CachePadded<AtomicU64>,
     /// Request numbers for the factoring schedules' batch index.
-    requests: CachePadded<AtomicU64>,
+    pub(crate) requests: CachePadded<AtomicU64>,
 }
 
 impl Shared {

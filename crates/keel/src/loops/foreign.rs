@@ -100,6 +100,51 @@ impl<'a> Workshare<'a> {
         }
     }
 
+    /// Readies the workshare for another instance, of loop `id` under
+    /// `schedule` over `iterations`, for the same team size: what an
+    /// OpenMP interposer does with a call site's workshare once every
+    /// participant of its last instance is gone (`&mut self` proves it),
+    /// instead of allocating a new one. The chunk and recording settings
+    /// go back to the defaults.
+    ///
+    /// ```
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let body = |_: usize, _: u64, _: u64| {};
+    /// let schedule = "dynamic,2".parse()?;
+    /// let mut work = Workshare::new(LoopId::named("doc-renew"), &schedule, 10, 1, &body);
+    /// assert_eq!(work.participate(0).unwrap().unwrap().chunks, 5);
+    /// work.renew(LoopId::named("doc-renew"), &"static".parse()?, 7);
+    /// assert_eq!(work.participate(0).unwrap().unwrap().iterations, 7);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
+    pub fn renew(&mut self, id: LoopId, schedule: &Schedule, iterations: u64) {
+        self.id = id;
+        self.schedule = schedule.clone();
+        self.iterations = iterations;
+        self.chunk = None;
+        self.record = false;
+        for joined in self.joined.iter_mut() {
+            *joined.get_mut() = false;
+        }
+        self.ready = OnceLock::new();
+        self.shared = claim::Shared::new();
+        *self.left.get_mut() = self.threads;
+    }
+
+    /// The team size this workshare was made for.
+    ///
+    /// ```
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let work = Workshare::pulled(LoopId::named("doc-threads"), &"static".parse()?, 9, 4);
+    /// assert_eq!(work.threads(), 4);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// The chunk parameter, as [`ParallelLoop::chunk`](super::ParallelLoop::chunk).
     pub fn chunk(mut self, chunk: u64) -> Self {
         self.chunk = Some(chunk);
@@ -159,21 +204,7 @@ impl<'a> Workshare<'a> {
     /// nothing. A panic in the body reaches that participant's thread;
     /// the instance then is never recorded.
     pub fn participate(&self, me: usize) -> Result<Option<LoopSummary>, LoopError> {
-        let twice = match self.joined.get(me) {
-            Some(flag) => flag.swap(true, Ordering::Relaxed),
-            None => true,
-        };
-        if twice {
-            return Err(LoopError::Participant {
-                index: me,
-                threads: self.threads,
-            });
-        }
-        let ready = self
-            .ready
-            .get_or_init(|| self.prepare())
-            .as_ref()
-            .map_err(Clone::clone)?;
+        let ready = self.enter(me)?;
         let spec = self.spec();
         let mut ctx = ContextHandler::new();
         ready.prepared.provide(&mut ctx, &spec, &ready.history);
@@ -195,12 +226,37 @@ impl<'a> Workshare<'a> {
             shared: &self.shared,
         };
         claim::participate(me, &instance);
+        Ok(self.leave(ready))
+    }
+
+    /// Marks participant `me` as joined and returns what the first
+    /// participant prepared (preparing it when `me` is the first).
+    fn enter(&self, me: usize) -> Result<&Ready, LoopError> {
+        let twice = match self.joined.get(me) {
+            Some(flag) => flag.swap(true, Ordering::Relaxed),
+            None => true,
+        };
+        if twice {
+            return Err(LoopError::Participant {
+                index: me,
+                threads: self.threads,
+            });
+        }
+        self.ready
+            .get_or_init(|| self.prepare())
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// One participant has left, its stats in its slot: the last to leave
+    /// records the instance and gets the summary.
+    fn leave(&self, ready: &Ready) -> Option<LoopSummary> {
         // AcqRel: the last to leave sees every participant's stats.
         if self.left.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return Ok(None);
+            return None;
         }
         let t_par = ready.t0.map(|t0| t0.elapsed().as_secs_f64());
-        Ok(Some(ready.prepared.finish(&self.id, &self.slots, t_par)))
+        Some(ready.prepared.finish(&self.id, &self.slots, t_par))
     }
 
     /// How many participants prepared the instance: one once any arrived.
@@ -209,6 +265,9 @@ impl<'a> Workshare<'a> {
         self.ready.runs()
     }
 }
+
+mod cursor;
+pub use cursor::Cursor;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

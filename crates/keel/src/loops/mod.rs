@@ -58,7 +58,7 @@ use crate::pool::{self, PoolError, ThreadPool};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
-pub use foreign::Workshare;
+pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
 pub use instance::record_all;
 pub use parallel::{

@@ -144,3 +144,164 @@ fn stress_simultaneous_arrivals() {
         }
     }
 }
+
+/// Runs one pulled instance on `threads` plain threads that arrive
+/// together; returns each iteration's count and how many participants got
+/// the summary.
+fn drive_pulled(spec: &str, id: &str, n: u64, threads: usize, recorded: bool) -> (Vec<u32>, usize) {
+    let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let schedule = spec.parse().unwrap();
+    let mut work = super::Workshare::pulled(LoopId::named(id.to_string()), &schedule, n, threads);
+    if recorded {
+        work = work.recorded();
+    }
+    let work = std::sync::Arc::new(work);
+    let barrier = std::sync::Barrier::new(threads);
+    let finished = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|me| {
+                let (work, barrier, counts) = (std::sync::Arc::clone(&work), &barrier, &counts);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut cursor = work.join(me).unwrap();
+                    while let Some(chunk) = cursor.next() {
+                        assert!(chunk.start < chunk.end && chunk.end <= n, "{chunk:?}");
+                        for i in chunk {
+                            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    // A cursor past its end stays there.
+                    assert_eq!(cursor.next(), None);
+                    cursor.leave().is_some()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter(|_| true)
+            .map(|h| h.join().unwrap())
+            .filter(|&l| l)
+            .count()
+    });
+    (
+        counts.into_iter().map(AtomicU32::into_inner).collect(),
+        finished,
+    )
+}
+
+#[test]
+fn pulled_participants_claim_every_iteration_once() {
+    for spec in [
+        "static",
+        "static,7",
+        "dynamic,1",
+        "dynamic,3",
+        "guided",
+        "gss-llvm",
+        "gac",
+        "tss",
+        "fac2",
+        "mfac2",
+        "static-steal",
+        "af",
+        "maf",
+        "awf-b",
+        "awf-e",
+        "awf",
+        "fsc",
+        "tap",
+        "bold",
+        "auto",
+        "auto,expert",
+    ] {
+        for (n, threads) in [(0u64, 3usize), (1, 3), (1000, 4), (257, 1)] {
+            for round in 0..3 {
+                let id = format!("pulled/{spec}");
+                let (counts, finished) = drive_pulled(spec, &id, n, threads, round == 1);
+                assert_eq!(finished, 1, "{spec} n={n} P={threads}");
+                assert!(counts.iter().all(|&c| c == 1), "{spec} n={n}: {counts:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_recorded_pulled_instance_is_recorded_once_by_the_last() {
+    let id = "pulled-record/dynamic";
+    let (counts, finished) = drive_pulled("dynamic,5", id, 500, 3, true);
+    assert_eq!((counts.len(), finished), (500, 1));
+    let rec = record(LoopId::named(id)).unwrap();
+    assert_eq!(rec.instances, 1);
+    assert_eq!(rec.last.thread_iterations.iter().sum::<u64>(), 500);
+    assert_eq!(rec.last.total_chunks(), 100);
+}
+
+#[test]
+fn a_cursor_may_leave_early_or_be_dropped_and_the_last_still_records() {
+    let schedule = "dynamic,2".parse().unwrap();
+    let work = std::sync::Arc::new(
+        super::Workshare::pulled(LoopId::named("pulled/early"), &schedule, 10, 3).recorded(),
+    );
+    let mut a = std::sync::Arc::clone(&work).join(0).unwrap();
+    assert_eq!(a.next(), Some(0..2));
+    assert_eq!(a.leave(), None, "cancelled: leaves after one chunk");
+    assert!(matches!(
+        std::sync::Arc::clone(&work).join(0),
+        Err(LoopError::Participant {
+            index: 0,
+            threads: 3
+        })
+    ));
+    drop(std::sync::Arc::clone(&work).join(1).unwrap());
+    let mut c = std::sync::Arc::clone(&work).join(2).unwrap();
+    let mut rest = 0;
+    while let Some(chunk) = c.next() {
+        rest += chunk.end - chunk.start;
+    }
+    assert_eq!(rest, 8);
+    let summary = c.leave().expect("the last to leave records");
+    assert_eq!(summary.iterations, 10);
+    assert_eq!(summary.chunks, 5);
+}
+
+#[test]
+fn a_renewed_workshare_runs_its_next_instance_exactly_once() {
+    let schedules = ["static-steal", "af", "dynamic,3", "guided", "auto"];
+    let first = "static".parse().unwrap();
+    let mut work = super::Workshare::pulled(LoopId::named("pulled/renew"), &first, 100, 3);
+    for (round, spec) in schedules.iter().cycle().take(15).enumerate() {
+        let n = 50 + round as u64 * 37;
+        work.renew(LoopId::named("pulled/renew"), &spec.parse().unwrap(), n);
+        let shared = std::sync::Arc::new(work);
+        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let last = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..3)
+                .map(|me| {
+                    let (shared, counts) = (std::sync::Arc::clone(&shared), &counts);
+                    s.spawn(move || {
+                        let mut cursor = shared.join(me).unwrap();
+                        while let Some(chunk) = cursor.next() {
+                            for i in chunk {
+                                counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        cursor.leave().is_some()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter(|_| true)
+                .map(|h| h.join().unwrap())
+                .filter(|&l| l)
+                .count()
+        });
+        assert_eq!(last, 1, "{spec}");
+        assert!(
+            counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+            "{spec} n={n}"
+        );
+        work = std::sync::Arc::into_inner(shared).expect("every cursor is gone");
+        assert_eq!(work.threads(), 3);
+    }
+}

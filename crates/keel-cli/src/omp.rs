@@ -1,0 +1,156 @@
+//! `keel omp run`: runs a program compiled with GCC's or gfortran's
+//! `-fopenmp` with `libkeel_omp.so` preloaded, so that its
+//! `schedule(runtime)` loops (and, with `--take`, its `dynamic` and
+//! `guided` loops) run under Keel's schedules (docs/openmp-interposer.md).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{Args, Subcommand};
+
+use crate::error::CliError;
+
+/// `keel omp`.
+#[derive(Debug, Args)]
+pub struct OmpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: OmpCommand,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum OmpCommand {
+    /// Run an OpenMP program (GCC / gfortran, libgomp) with its loops
+    /// dispatched by Keel: `keel omp run [--schedule S] -- ./app args`.
+    /// The program's exit status is keel's.
+    Run(RunArgs),
+}
+
+/// `keel omp run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The schedule of the loops Keel takes (`KEEL_SCHEDULE`): `auto`,
+    /// `auto,expert`, `static`, `dynamic,4`, `af`, ... (default: the
+    /// program's runtime schedule, else `auto`).
+    #[arg(long, value_name = "SPEC")]
+    pub schedule: Option<String>,
+    /// Also take these loop kinds (`KEEL_OMP_TAKE`): `dynamic`, `guided`,
+    /// or both, comma-separated.
+    #[arg(long, value_name = "KINDS")]
+    pub take: Option<String>,
+    /// The preload library (default: `libkeel_omp.so` next to this
+    /// executable, or in its `deps/` folder).
+    #[arg(long, value_name = "PATH")]
+    pub library: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub program: Vec<OsString>,
+}
+
+const LIBRARY: &str = "libkeel_omp.so";
+
+/// Runs the program; returns its exit status for keel to end with.
+pub fn run(args: &RunArgs) -> Result<u8, CliError> {
+    if let Some(spec) = &args.schedule {
+        spec.parse::<keel::Schedule>()
+            .map_err(|e| CliError::Usage(format!("--schedule {spec:?}: {e}")))?;
+    }
+    if let Some(take) = &args.take {
+        for word in take.split(',').map(str::trim) {
+            if !matches!(word, "dynamic" | "guided" | "runtime") {
+                return Err(CliError::Usage(format!(
+                    "--take: {word:?} is not a loop kind (dynamic, guided, runtime)"
+                )));
+            }
+        }
+    }
+    let library = match &args.library {
+        Some(path) if path.is_file() => path.clone(),
+        Some(path) => {
+            return Err(CliError::Runtime(format!(
+                "--library {}: no such file",
+                path.display()
+            )))
+        }
+        None => beside_executable()?,
+    };
+    let library = std::fs::canonicalize(&library).unwrap_or(library);
+    let (program, rest) = args
+        .program
+        .split_first()
+        .ok_or_else(|| CliError::Usage("no program to run".into()))?;
+    let mut command = Command::new(program);
+    command.args(rest);
+    command.env(
+        "LD_PRELOAD",
+        preload_list(&library, std::env::var_os("LD_PRELOAD").as_deref()),
+    );
+    if let Some(spec) = &args.schedule {
+        command.env("KEEL_SCHEDULE", spec);
+    }
+    if let Some(take) = &args.take {
+        command.env("KEEL_OMP_TAKE", take);
+    }
+    let status = command.status().map_err(|e| {
+        CliError::Runtime(format!("cannot run {}: {e}", Path::new(program).display()))
+    })?;
+    Ok(exit_code(status))
+}
+
+/// `libkeel_omp.so` where cargo puts it beside the `keel` binary.
+fn beside_executable() -> Result<PathBuf, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Runtime(format!("cannot find this executable: {e}")))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            CliError::Runtime(format!(
+                "{LIBRARY} is not next to {} (build it with `cargo build --release -p keel-omp`, or pass --library)",
+                exe.display()
+            ))
+        })
+}
+
+/// The library first, then whatever the environment preloaded already.
+fn preload_list(library: &Path, existing: Option<&OsStr>) -> OsString {
+    let mut list = library.as_os_str().to_owned();
+    if let Some(existing) = existing.filter(|e| !e.is_empty()) {
+        list.push(" ");
+        list.push(existing);
+    }
+    list
+}
+
+/// The child's status as a shell reports it: its exit code, or 128 plus
+/// the signal that ended it.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from((128 + signal) & 0xff).unwrap_or(1),
+        (None, None) => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_goes_first_in_ld_preload() {
+        let lib = Path::new("/x/libkeel_omp.so");
+        assert_eq!(preload_list(lib, None), OsString::from("/x/libkeel_omp.so"));
+        assert_eq!(
+            preload_list(lib, Some(OsStr::new(""))),
+            OsString::from("/x/libkeel_omp.so")
+        );
+        assert_eq!(
+            preload_list(lib, Some(OsStr::new("liba.so"))),
+            OsString::from("/x/libkeel_omp.so liba.so")
+        );
+    }
+}

@@ -1,0 +1,81 @@
+//! `libkeel_omp.so`: preloaded into a program compiled with GCC's or
+//! gfortran's `-fopenmp` (`LD_PRELOAD=libkeel_omp.so ./app`), it hands the
+//! iteration dispatch of the program's `schedule(runtime)` loops — and,
+//! with `KEEL_OMP_TAKE=dynamic,guided`, of its `dynamic` and `guided`
+//! loops — to Keel's schedules (`KEEL_SCHEDULE`: `auto`, any portfolio
+//! schedule, ...). libgomp keeps the threads, barriers, tasks and every
+//! other construct; a loop Keel does not take runs exactly as without
+//! this library. What is taken, what is forwarded and why:
+//! `docs/openmp-interposer.md`.
+//!
+//! The library defines libgomp's loop entry points (`GOMP_loop_*_start`,
+//! `*_next`, `GOMP_loop_end*`, the combined `GOMP_parallel_loop_*`) and
+//! `GOMP_parallel`; each either runs Keel's side or calls libgomp's
+//! definition, found with `dlsym(RTLD_NEXT, ..)`. No Rust panic leaves
+//! an entry point: one that happens is reported and the process aborted,
+//! since a loop half run cannot be handed back.
+//!
+//! The pure parts are public for tests and tools: [`Bounds`] (libgomp's
+//! iteration space) and [`Settings`] (which loops Keel takes, under which
+//! schedule).
+//!
+//! ```
+//! use keel_omp::{Bounds, Kind, Settings};
+//!
+//! let (settings, _) = Settings::from_vars(Some("guided"), None, None);
+//! let schedule = settings.schedule_for(Kind::Runtime, false, None).unwrap();
+//! assert_eq!(schedule.to_string(), "gss");
+//! assert_eq!(Bounds::Long { start: 0, end: 10, incr: 3 }.iterations(), Some(4));
+//! ```
+
+#[macro_use]
+mod site;
+mod abi_loop;
+mod abi_parallel;
+mod abi_ull;
+mod bounds;
+mod real;
+mod settings;
+mod team;
+
+pub use bounds::Bounds;
+pub use settings::{is_monotonic, omp_schedule_to_keel, omp_set_schedule_to_keel, Kind, Settings};
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+/// Reports an internal error and aborts: what a panic at an entry point
+/// becomes, since neither libgomp nor the program can take it.
+pub(crate) fn fatal(message: &str) -> ! {
+    eprintln!("keel-omp: internal error: {message}; aborting (run without LD_PRELOAD=libkeel_omp.so to bypass Keel)");
+    std::process::abort()
+}
+
+/// Runs an entry point's Rust side; a panic aborts with its message
+/// instead of unwinding into C.
+pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            fatal(&message)
+        }
+    }
+}
+
+/// Prints `message` on stderr the first time it is given in this process.
+pub(crate) fn warn_once(message: &str) {
+    static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen
+        .get_or_insert_with(HashSet::new)
+        .insert(message.to_string())
+    {
+        eprintln!("keel-omp: warning: {message}");
+    }
+}

@@ -1,0 +1,332 @@
+//! Which loops Keel takes and under which schedule: process-wide settings
+//! only, so that every thread of a team, and every team, decides alike.
+//!
+//! - `KEEL_SCHEDULE` (read once): the schedule of every loop Keel takes.
+//!   A value that does not parse is warned about once and every loop is
+//!   forwarded to libgomp, which then runs its own schedule.
+//! - Unset, `schedule(runtime)` loops keep OpenMP's meaning: the last
+//!   `omp_set_schedule` of any thread (mirrored process-wide), else
+//!   `OMP_SCHEDULE` (read once; a value libgomp rejects is forwarded to
+//!   libgomp, which warns about it), else Keel's `auto`.
+//! - `KEEL_OMP_TAKE=dynamic,guided` (read once) also takes
+//!   `schedule(dynamic)` / `schedule(guided)` loops, under
+//!   `KEEL_SCHEDULE` or else `auto`.
+//! - A `monotonic` loop is taken only under a schedule whose chunks each
+//!   thread receives in increasing order; otherwise it is forwarded.
+
+use std::sync::{Mutex, OnceLock};
+
+use keel::Schedule;
+
+/// The schedule kind a loop was compiled with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `schedule(runtime)`.
+    Runtime,
+    /// `schedule(dynamic[,k])`.
+    Dynamic,
+    /// `schedule(guided[,k])`.
+    Guided,
+}
+
+/// What Keel reads from the environment, once per process.
+///
+/// ```
+/// use keel_omp::{Kind, Settings};
+///
+/// let (s, warnings) = Settings::from_vars(Some("dynamic,3"), None, None);
+/// assert!(warnings.is_empty());
+/// assert_eq!(s.schedule_for(Kind::Runtime, false, None).unwrap().to_string(), "ss:chunk=3");
+/// // dynamic loops stay libgomp's unless KEEL_OMP_TAKE asks for them
+/// assert!(s.schedule_for(Kind::Dynamic, false, None).is_none());
+///
+/// let (bad, warnings) = Settings::from_vars(Some("bogus"), None, None);
+/// assert_eq!(warnings.len(), 1);
+/// assert!(bad.schedule_for(Kind::Runtime, false, None).is_none());
+/// ```
+#[derive(Clone)]
+pub struct Settings {
+    /// `KEEL_SCHEDULE`: unset, valid, or invalid (`Err`: forward).
+    keel: Option<Result<Schedule, ()>>,
+    /// `OMP_SCHEDULE`: unset, or its Keel equivalent (`None`: forward).
+    omp: Option<Option<Schedule>>,
+    take_dynamic: bool,
+    take_guided: bool,
+    auto: Schedule,
+}
+
+impl Settings {
+    /// Settings from the variables' values (`None` = unset), with the
+    /// warnings to print.
+    pub fn from_vars(
+        keel_schedule: Option<&str>,
+        omp_schedule: Option<&str>,
+        take: Option<&str>,
+    ) -> (Settings, Vec<String>) {
+        fn set(v: Option<&str>) -> Option<&str> {
+            v.map(str::trim).filter(|v| !v.is_empty())
+        }
+        let mut warnings = Vec::new();
+        let keel = set(keel_schedule).map(|text| {
+            text.parse::<Schedule>().map_err(|err| {
+                warnings.push(format!(
+                    "KEEL_SCHEDULE={text:?} is not a schedule ({err}); OpenMP loops keep the runtime's own schedule"
+                ));
+            })
+        });
+        let omp = set(omp_schedule).map(omp_schedule_to_keel);
+        let (mut take_dynamic, mut take_guided) = (false, false);
+        for word in set(take)
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+        {
+            match word.to_ascii_lowercase().as_str() {
+                "dynamic" => take_dynamic = true,
+                "guided" => take_guided = true,
+                "runtime" => {}
+                _ => warnings.push(format!(
+                    "KEEL_OMP_TAKE: {word:?} is not a loop kind (dynamic, guided, runtime); ignored"
+                )),
+            }
+        }
+        let auto = "auto".parse().expect("`auto` is a schedule");
+        (
+            Settings {
+                keel,
+                omp,
+                take_dynamic,
+                take_guided,
+                auto,
+            },
+            warnings,
+        )
+    }
+
+    /// The schedule Keel runs a loop of `kind` under, `None` to forward
+    /// it to libgomp. `program` is the schedule the program set with
+    /// `omp_set_schedule`: `None` never set, `Some(None)` one Keel has no
+    /// equivalent for.
+    pub fn schedule_for(
+        &self,
+        kind: Kind,
+        monotonic: bool,
+        program: Option<Option<&Schedule>>,
+    ) -> Option<Schedule> {
+        let chosen = match (&self.keel, kind) {
+            (Some(Err(())), _) => return None,
+            (_, Kind::Dynamic) if !self.take_dynamic => return None,
+            (_, Kind::Guided) if !self.take_guided => return None,
+            (Some(Ok(s)), _) => s.clone(),
+            (None, Kind::Runtime) => match (program, &self.omp) {
+                (Some(set), _) => set?.clone(),
+                (None, Some(env)) => env.clone()?,
+                (None, None) => self.auto.clone(),
+            },
+            (None, _) => self.auto.clone(),
+        };
+        (!monotonic || is_monotonic(&chosen)).then_some(chosen)
+    }
+}
+
+/// Whether every thread receives its chunks in increasing iteration order
+/// under `schedule`: static blocks, and the schedules that hand out the
+/// next iterations from one shared counter. Stealing, adaptive sub-chunks
+/// and assignments from hints are not, and neither is `auto`, which may
+/// choose any of them.
+pub fn is_monotonic(schedule: &Schedule) -> bool {
+    let text = schedule.to_string();
+    let base = text.split(':').next().unwrap_or("");
+    matches!(base, "static" | "ss" | "gss" | "gss-llvm" | "gac" | "tss")
+}
+
+/// Keel's equivalent of an `OMP_SCHEDULE` value (`[modifier:]kind[,chunk]`),
+/// `None` when libgomp would reject it.
+pub fn omp_schedule_to_keel(text: &str) -> Option<Schedule> {
+    let text = text.trim().to_ascii_lowercase();
+    let text = text
+        .strip_prefix("monotonic:")
+        .or_else(|| text.strip_prefix("nonmonotonic:"))
+        .unwrap_or(&text);
+    let (kind, chunk) = match text.split_once(',') {
+        Some((kind, chunk)) => (
+            kind.trim(),
+            Some(chunk.trim().parse::<u64>().ok().filter(|&c| c > 0)?),
+        ),
+        None => (text.trim(), None),
+    };
+    keel_equivalent(kind, chunk)
+}
+
+/// Keel's equivalent of `omp_set_schedule(kind, chunk)` (`omp_sched_t`
+/// values: 1 static, 2 dynamic, 3 guided, 4 auto, the monotonic modifier
+/// `0x80000000` or-ed in); a chunk below 1 means the default.
+pub fn omp_set_schedule_to_keel(kind: i32, chunk: i64) -> Option<Schedule> {
+    let chunk = u64::try_from(chunk).ok().filter(|&c| c > 0);
+    let name = match kind & 0x7fff_ffff {
+        1 => "static",
+        2 => "dynamic",
+        3 => "guided",
+        4 => "auto",
+        _ => return None,
+    };
+    keel_equivalent(name, chunk)
+}
+
+fn keel_equivalent(kind: &str, chunk: Option<u64>) -> Option<Schedule> {
+    let text = match (kind, chunk) {
+        ("static" | "dynamic" | "guided", Some(k)) => format!("{kind},{k}"),
+        ("static" | "guided", None) => kind.to_string(),
+        ("dynamic", None) => "dynamic,1".to_string(),
+        ("auto", _) => "auto".to_string(),
+        _ => return None,
+    };
+    text.parse().ok()
+}
+
+/// The process's settings, read from the environment at the first loop;
+/// the warnings printed then.
+pub(crate) fn settings() -> &'static Settings {
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        let var = |name: &str| std::env::var(name).ok();
+        let (settings, warnings) = Settings::from_vars(
+            var("KEEL_SCHEDULE").as_deref(),
+            var("OMP_SCHEDULE").as_deref(),
+            var("KEEL_OMP_TAKE").as_deref(),
+        );
+        for warning in warnings {
+            eprintln!("keel-omp: warning: {warning}");
+        }
+        finish_trace_at_exit();
+        settings
+    })
+}
+
+/// With `KEEL_TRACE` set, completes the trace file when the program exits
+/// (the program has no `keel::trace::FinishGuard` of its own). Only the
+/// process that registered it finishes the file: a forked child that calls
+/// `exit` leaves its parent's trace alone.
+fn finish_trace_at_exit() {
+    static PID: OnceLock<u32> = OnceLock::new();
+    extern "C" fn finish() {
+        if PID.get() == Some(&std::process::id()) {
+            let _ = std::panic::catch_unwind(keel::trace::finish);
+        }
+    }
+    if std::env::var_os("KEEL_TRACE").is_some_and(|v| !v.is_empty()) {
+        PID.get_or_init(std::process::id);
+        // SAFETY: `finish` is an `extern "C" fn()` that never unwinds.
+        unsafe { libc::atexit(finish) };
+    }
+}
+
+/// The schedule the program last set with `omp_set_schedule`, from any
+/// thread: `None` when it never did.
+static PROGRAM: Mutex<Option<Option<Schedule>>> = Mutex::new(None);
+
+pub(crate) fn set_program_schedule(kind: i32, chunk: i64) {
+    let schedule = omp_set_schedule_to_keel(kind, chunk);
+    *PROGRAM.lock().unwrap_or_else(|e| e.into_inner()) = Some(schedule);
+}
+
+pub(crate) fn program_schedule() -> Option<Option<Schedule>> {
+    PROGRAM.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: Option<Schedule>) -> Option<String> {
+        s.map(|s| s.to_string())
+    }
+
+    #[test]
+    fn precedence_keel_then_program_then_omp_then_auto() {
+        let (s, w) = Settings::from_vars(None, Some("guided,4"), None);
+        assert!(w.is_empty());
+        let dynamic = omp_set_schedule_to_keel(2, 5).unwrap();
+        let rt = |program| text(s.schedule_for(Kind::Runtime, false, program));
+        assert_eq!(rt(None), Some("gss:chunk=4".into()));
+        assert_eq!(rt(Some(Some(&dynamic))), Some("ss:chunk=5".into()));
+        assert_eq!(
+            rt(Some(None)),
+            None,
+            "an unknown omp_set_schedule kind forwards"
+        );
+        let (s, _) = Settings::from_vars(Some("af"), Some("guided,4"), Some("dynamic"));
+        assert_eq!(
+            text(s.schedule_for(Kind::Runtime, false, Some(Some(&dynamic)))),
+            Some("af".into())
+        );
+        assert_eq!(
+            text(s.schedule_for(Kind::Dynamic, false, None)),
+            Some("af".into())
+        );
+        assert_eq!(text(s.schedule_for(Kind::Guided, false, None)), None);
+        let (s, _) = Settings::from_vars(None, None, Some("guided"));
+        assert!(text(s.schedule_for(Kind::Runtime, false, None))
+            .unwrap()
+            .starts_with("auto"));
+        assert!(text(s.schedule_for(Kind::Guided, false, None))
+            .unwrap()
+            .starts_with("auto"));
+    }
+
+    #[test]
+    fn monotonic_loops_only_under_monotonic_schedules() {
+        for (spec, ok) in [
+            ("static", true),
+            ("static,4", true),
+            ("dynamic,3", true),
+            ("guided", true),
+            ("gac", true),
+            ("tss", true),
+            ("static-steal", false),
+            ("af", false),
+            ("auto", false),
+            ("fac2", false),
+        ] {
+            let (s, _) = Settings::from_vars(Some(spec), None, None);
+            assert_eq!(
+                s.schedule_for(Kind::Runtime, true, None).is_some(),
+                ok,
+                "{spec}"
+            );
+            assert!(
+                s.schedule_for(Kind::Runtime, false, None).is_some(),
+                "{spec}"
+            );
+        }
+    }
+
+    #[test]
+    fn omp_schedule_values() {
+        let t = |v: &str| text(omp_schedule_to_keel(v));
+        assert_eq!(t("dynamic"), Some("ss:chunk=1".into()));
+        assert_eq!(t(" Dynamic , 7 "), Some("ss:chunk=7".into()));
+        assert_eq!(t("nonmonotonic:guided,2"), Some("gss:chunk=2".into()));
+        assert_eq!(t("monotonic:static"), Some("static".into()));
+        assert!(t("auto").unwrap().starts_with("auto"));
+        for bad in ["", "dynamic,0", "dynamic,x", "fast", "static,-1", "af"] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+        assert_eq!(
+            text(omp_set_schedule_to_keel(0x8000_0001u32 as i32, 0)),
+            Some("static".into())
+        );
+        assert_eq!(text(omp_set_schedule_to_keel(3, -4)), Some("gss".into()));
+        assert_eq!(text(omp_set_schedule_to_keel(9, 1)), None);
+    }
+
+    #[test]
+    fn bad_take_words_warn_and_are_ignored() {
+        let (s, w) = Settings::from_vars(Some("static"), None, Some("dynamic, bogus,GUIDED"));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("bogus"));
+        assert!(s.schedule_for(Kind::Dynamic, false, None).is_some());
+        assert!(s.schedule_for(Kind::Guided, false, None).is_some());
+    }
+}

@@ -1,0 +1,512 @@
+//! Teams and their loops: who is in which team, which work-shared loop a
+//! thread is in, who decides whether Keel takes it.
+//!
+//! Every `GOMP_parallel*` is wrapped: the region's threads run a
+//! trampoline that gives each its [`Member`] record (the team, its index
+//! from `omp_get_thread_num`, the team size, the nesting level) and counts
+//! the loops it starts in that team. The `k`-th loop a thread starts is
+//! the `k`-th of every thread of the team (OpenMP requires every thread to
+//! meet the same work-sharing constructs in the same order), so the count
+//! matches the threads of one loop even when `nowait` lets a fast thread
+//! run several loops ahead: the team's ring holds one entry per loop some
+//! thread has reached and not every thread has, with the decision the
+//! first to arrive made; the last to arrive removes it. A thread more than
+//! [`RING`] loops ahead waits for the slowest.
+//!
+//! A thread that is not in a wrapped team (a team libgomp built through an
+//! entry point this library does not wrap), or whose level is not its
+//! record's (it is the master of such a team nested in a wrapped one),
+//! forwards its loops; so does every other thread of that team, alike.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use keel::loops::{Cursor, LoopId, Workshare};
+
+use crate::bounds::Bounds;
+use crate::settings::{self, Kind};
+use crate::{real, warn_once};
+
+/// Loops a team keeps decisions for at once: how far `nowait` lets the
+/// fastest thread run ahead of the slowest before it waits.
+pub(crate) const RING: usize = 16;
+
+/// One team of a wrapped parallel region.
+pub(crate) struct Team {
+    ring: Mutex<Vec<Entry>>,
+}
+
+/// A loop some thread of the team reached and not all did.
+struct Entry {
+    seq: u64,
+    decision: Decision,
+    arrived: usize,
+}
+
+#[derive(Clone)]
+enum Decision {
+    Take(Arc<Workshare<'static>>),
+    Forward,
+}
+
+impl Team {
+    pub(crate) fn new() -> Self {
+        Team {
+            ring: Mutex::new(Vec::with_capacity(RING)),
+        }
+    }
+
+    /// Thread `me`'s arrival at the team's loop `seq`: the decision, and
+    /// the first arrival's own cursor when it took the loop.
+    fn arrive(
+        &self,
+        seq: u64,
+        me: usize,
+        threads: usize,
+        call: &LoopCall,
+    ) -> (Decision, Option<Box<Cursor>>) {
+        if threads <= 1 {
+            return count(decide(call, threads.max(1), me));
+        }
+        loop {
+            {
+                let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(i) = ring.iter().position(|e| e.seq == seq) {
+                    let entry = &mut ring[i];
+                    entry.arrived += 1;
+                    let decision = entry.decision.clone();
+                    if entry.arrived == threads {
+                        ring.swap_remove(i);
+                    }
+                    return (decision, None);
+                }
+                if ring.len() < RING {
+                    // Deciding under the lock: the others would wait for
+                    // this decision anyway.
+                    let (decision, mine) = count(decide(call, threads, me));
+                    ring.push(Entry {
+                        seq,
+                        decision: decision.clone(),
+                        arrived: 1,
+                    });
+                    return (decision, mine);
+                }
+            }
+            // Every entry is a loop this thread has passed and some other
+            // has not reached; those threads wait on nothing of ours.
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn count(decided: (Decision, Option<Box<Cursor>>)) -> (Decision, Option<Box<Cursor>>) {
+    let counter = match decided.0 {
+        Decision::Take(_) => &TAKEN,
+        Decision::Forward => &FORWARDED,
+    };
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    decided
+}
+
+/// A loop as a `*_start` entry (or a combined `GOMP_parallel_loop_*`)
+/// received it.
+pub(crate) struct LoopCall {
+    pub(crate) kind: Kind,
+    pub(crate) monotonic: bool,
+    pub(crate) bounds: Bounds,
+    /// The call site: the return address of the `*_start` call, or the
+    /// outlined body of a combined loop.
+    pub(crate) site: usize,
+}
+
+/// The first arrival's decision: take the loop under the process-wide
+/// schedule (and join it, so that a schedule that cannot plan it turns
+/// into forwarding before anyone else sees the decision), or forward it.
+fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<Cursor>>) {
+    if cancellation() {
+        return (Decision::Forward, None);
+    }
+    let Some(n) = call.bounds.iterations() else {
+        return (Decision::Forward, None);
+    };
+    let program = settings::program_schedule();
+    let Some(schedule) = settings::settings().schedule_for(
+        call.kind,
+        call.monotonic,
+        program.as_ref().map(Option::as_ref),
+    ) else {
+        return (Decision::Forward, None);
+    };
+    let work = workshare(call.site, &schedule, n, threads);
+    match Arc::clone(&work).join(me) {
+        // Boxed once here: the cursor then moves as a pointer.
+        Ok(cursor) => (Decision::Take(work), Some(Box::new(cursor))),
+        Err(err) => {
+            warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
+            (Decision::Forward, None)
+        }
+    }
+}
+
+/// `OMP_CANCELLATION`: a cancelled loop leaves through libgomp's
+/// cancellation barrier with libgomp's work share, so with cancellation
+/// on, every loop stays libgomp's.
+fn cancellation() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    // SAFETY: libgomp's omp_get_cancellation takes nothing.
+    *ON.get_or_init(|| unsafe { real::omp_get_cancellation()() } != 0)
+}
+
+/// What a call site keeps across its instances.
+struct Site {
+    /// The loop's identity in Keel's records.
+    id: LoopId,
+    /// The workshare of its last instance, renewed for the next one when
+    /// every participant has left it (and the team size is the same),
+    /// which saves its allocations.
+    spare: Option<Arc<Workshare<'static>>>,
+}
+
+/// A workshare for an instance of the loop at `site`.
+fn workshare(
+    site: usize,
+    schedule: &keel::Schedule,
+    n: u64,
+    threads: usize,
+) -> Arc<Workshare<'static>> {
+    static SITES: OnceLock<Mutex<HashMap<usize, Site>>> = OnceLock::new();
+    let sites = SITES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut sites = sites.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = sites.entry(site).or_insert_with(|| Site {
+        id: LoopId::named(site_name(site)),
+        spare: None,
+    });
+    let id = entry.id.clone();
+    let work = match entry.spare.take() {
+        Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
+            Some(unused) => {
+                unused.renew(id, schedule, n);
+                spare
+            }
+            None => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+        },
+        _ => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+    };
+    entry.spare = Some(Arc::clone(&work));
+    work
+}
+
+/// The loop's name: the object holding the call site and the site's
+/// offset in it (stable across runs despite address randomisation).
+fn site_name(site: usize) -> String {
+    // SAFETY: an all-zero Dl_info is a valid out-parameter.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`.
+    let found = unsafe { libc::dladdr(site as *const libc::c_void, &mut info) } != 0;
+    if found && !info.dli_fname.is_null() {
+        // SAFETY: dladdr's file name is a NUL-terminated string.
+        let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+        let file = path.rsplit('/').next().unwrap_or(&path).to_string();
+        let file = if file.is_empty() {
+            "main".to_string()
+        } else {
+            file
+        };
+        return format!(
+            "omp:{file}+{:#x}",
+            site.wrapping_sub(info.dli_fbase as usize)
+        );
+    }
+    format!("omp:{site:#x}")
+}
+
+/// A thread's place in a wrapped team.
+pub(crate) struct Member {
+    team: Arc<Team>,
+    me: usize,
+    threads: usize,
+    level: i32,
+    /// Loops this thread has started in the team.
+    seq: u64,
+}
+
+/// The loop a thread is in.
+pub(crate) enum Current {
+    /// None, or one libgomp runs.
+    Libgomp,
+    /// A combined loop forwarded to libgomp, whose first chunk the
+    /// trampoline already received.
+    Stashed(Option<(i64, i64)>),
+    /// A loop Keel runs; the cursor is gone once it returned its last
+    /// chunk. `held` is the loop's final chunk while the thread has others
+    /// to run first: GCC's `lastprivate` copies out on the thread whose
+    /// *last* chunk ends at the loop's end, which schedules that steal or
+    /// follow an assignment would not otherwise guarantee.
+    Taken {
+        cursor: Option<Box<Cursor>>,
+        bounds: Bounds,
+        held: Option<Range<u64>>,
+    },
+}
+
+pub(crate) struct ThreadState {
+    member: Option<Member>,
+    current: Current,
+}
+
+thread_local! {
+    static STATE: RefCell<ThreadState> = const {
+        RefCell::new(ThreadState { member: None, current: Current::Libgomp })
+    };
+}
+
+fn with_state<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    STATE.try_with(|s| f(&mut s.borrow_mut())).ok()
+}
+
+fn level() -> i32 {
+    // SAFETY: libgomp's omp_get_level takes nothing.
+    unsafe { real::omp_get_level()() }
+}
+
+/// Starts a loop on this thread: `true` when Keel runs it (the chunks come
+/// from [`next`]), `false` when the caller must forward the call.
+pub(crate) fn begin(call: &LoopCall) -> bool {
+    let here = level();
+    let joined = with_state(|st| {
+        let m = st.member.as_mut().filter(|m| m.level == here)?;
+        let seq = m.seq;
+        m.seq += 1;
+        Some((Arc::clone(&m.team), m.me, m.threads, seq))
+    })
+    .flatten();
+    let Some((team, me, threads, seq)) = joined else {
+        with_state(|st| st.current = Current::Libgomp);
+        return false;
+    };
+    let (decision, mine) = team.arrive(seq, me, threads, call);
+    let current = match decision {
+        Decision::Forward => Current::Libgomp,
+        Decision::Take(work) => {
+            let cursor = match mine {
+                Some(cursor) => cursor,
+                None => work.join(me).map(Box::new).unwrap_or_else(|err| {
+                    crate::fatal(&format!(
+                        "thread {me} of {threads} cannot join a loop its team took: {err}"
+                    ))
+                }),
+            };
+            Current::Taken {
+                cursor: Some(cursor),
+                bounds: call.bounds,
+                held: None,
+            }
+        }
+    };
+    let taken = matches!(current, Current::Taken { .. });
+    with_state(|st| st.current = current);
+    taken
+}
+
+/// What a `*_next` call does.
+pub(crate) enum Step {
+    /// Hand out `[istart, iend)` (raw 64-bit words).
+    Chunk(i64, i64),
+    /// The thread has no more chunks.
+    Done,
+    /// libgomp runs the loop: call its function.
+    Forward,
+}
+
+pub(crate) fn next() -> Step {
+    let mut finished = None;
+    let step = with_state(|st| match &mut st.current {
+        Current::Taken {
+            cursor,
+            bounds,
+            held,
+        } => {
+            let n = bounds.iterations().unwrap_or(0);
+            let mut offsets = cursor.as_mut().and_then(|c| c.next());
+            if offsets.as_ref().is_some_and(|r| r.end == n) && held.is_none() {
+                *held = offsets.take();
+                offsets = cursor.as_mut().and_then(|c| c.next());
+            }
+            match offsets.or_else(|| held.take()) {
+                Some(offsets) => {
+                    let (s, e) = bounds.chunk(offsets);
+                    Step::Chunk(s, e)
+                }
+                None => {
+                    finished = cursor.take();
+                    Step::Done
+                }
+            }
+        }
+        Current::Stashed(first) => {
+            let first = first.take();
+            st.current = Current::Libgomp;
+            first.map_or(Step::Done, |(s, e)| Step::Chunk(s, e))
+        }
+        Current::Libgomp => Step::Forward,
+    })
+    .unwrap_or(Step::Forward);
+    // Leaving may record the instance: outside the thread state's borrow.
+    if let Some(cursor) = finished {
+        cursor.leave();
+    }
+    step
+}
+
+/// Ends the thread's loop: `true` when Keel ran it (the caller then waits
+/// at the team's barrier when the construct has one), `false` when the
+/// caller must forward the call to libgomp.
+pub(crate) fn end() -> bool {
+    let was = with_state(|st| std::mem::replace(&mut st.current, Current::Libgomp));
+    match was {
+        // Dropping a cursor not yet at its end leaves the loop early.
+        Some(Current::Taken { cursor, .. }) => {
+            drop(cursor);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// How a forwarded combined loop's first chunk is fetched: libgomp's own
+/// `*_start` of the same kind, inside the region.
+#[derive(Clone, Copy)]
+pub(crate) enum RealStart {
+    Runtime(unsafe extern "C" fn(i64, i64, i64, *mut i64, *mut i64) -> bool),
+    Chunked(
+        unsafe extern "C" fn(i64, i64, i64, i64, *mut i64, *mut i64) -> bool,
+        i64,
+    ),
+}
+
+/// A combined `GOMP_parallel_loop_*`'s loop, started by every thread of
+/// the region before the body runs (the body only calls `*_next`).
+pub(crate) struct Preset {
+    pub(crate) call: LoopCall,
+    pub(crate) real: RealStart,
+}
+
+/// What the trampoline reads: the region's body and team.
+pub(crate) struct Region {
+    pub(crate) body: extern "C" fn(*mut libc::c_void),
+    pub(crate) data: *mut libc::c_void,
+    pub(crate) team: Arc<Team>,
+    pub(crate) preset: Option<Preset>,
+}
+
+/// Every thread of a wrapped region runs this instead of the body.
+pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
+    crate::guard(|| {
+        // SAFETY: `arg` is the `Region` the wrapper passed to libgomp,
+        // alive on the wrapper's stack until every thread has returned.
+        let region = unsafe { &*(arg as *const Region) };
+        // SAFETY: libgomp's team queries take nothing.
+        let (me, threads) =
+            unsafe { (real::omp_get_thread_num()(), real::omp_get_num_threads()()) };
+        let member = Member {
+            team: Arc::clone(&region.team),
+            me: usize::try_from(me).unwrap_or(0),
+            threads: usize::try_from(threads).unwrap_or(1).max(1),
+            level: level(),
+            seq: 0,
+        };
+        let fresh = ThreadState {
+            member: Some(member),
+            current: Current::Libgomp,
+        };
+        let saved = with_state(|st| std::mem::replace(st, fresh));
+        if let Some(preset) = &region.preset {
+            if !begin(&preset.call) {
+                let first = start_in_libgomp(preset);
+                with_state(|st| st.current = Current::Stashed(first));
+            }
+        }
+        (region.body)(region.data);
+        let inner = with_state(|st| {
+            std::mem::replace(
+                st,
+                saved.unwrap_or(ThreadState {
+                    member: None,
+                    current: Current::Libgomp,
+                }),
+            )
+        });
+        // A loop never ended (a body leaving through longjmp) leaves here.
+        drop(inner);
+    });
+}
+
+fn start_in_libgomp(preset: &Preset) -> Option<(i64, i64)> {
+    let Bounds::Long { start, end, incr } = preset.call.bounds else {
+        return None;
+    };
+    let (mut s, mut e) = (0i64, 0i64);
+    // SAFETY: libgomp's start functions write the two out-parameters.
+    let got = unsafe {
+        match preset.real {
+            RealStart::Runtime(f) => f(start, end, incr, &mut s, &mut e),
+            RealStart::Chunked(f, chunk) => f(start, end, incr, chunk, &mut s, &mut e),
+        }
+    };
+    got.then_some((s, e))
+}
+
+/// Loop instances the first arrivals took and forwarded, process-wide.
+pub(crate) static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static FORWARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The states the legacy region entries (`GOMP_parallel_start`, ...) set
+/// aside, each with the level of the thread that started the region.
+struct Legacy {
+    saved: ThreadState,
+    level: i32,
+}
+
+thread_local! {
+    static LEGACY: RefCell<Vec<Legacy>> = const { RefCell::new(Vec::new()) };
+}
+
+/// GCC before 4.9 starts a region with `GOMP_parallel_start` (or a
+/// `GOMP_parallel_*_start`), then the encountering thread runs the body
+/// itself and ends with `GOMP_parallel_end`. Those teams are not wrapped,
+/// so their loops are forwarded; the encountering thread's own state (it
+/// may be inside a loop Keel runs for an outer team) is set aside here so
+/// that the inner team's loops neither see nor end it. Called before
+/// libgomp starts the region, at the encountering level.
+pub(crate) fn legacy_region_start() {
+    let level = level();
+    let fresh = ThreadState {
+        member: None,
+        current: Current::Libgomp,
+    };
+    if let Some(saved) = with_state(|st| std::mem::replace(st, fresh)) {
+        let _ = LEGACY.try_with(|l| l.borrow_mut().push(Legacy { saved, level }));
+    }
+}
+
+/// The end of a legacy region, called after libgomp's `GOMP_parallel_end`
+/// (back at the encountering level): restores what its start set aside.
+/// An end that no wrapped start matches restores nothing.
+pub(crate) fn legacy_region_end() {
+    let here = level();
+    let saved = LEGACY
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            (l.last().map(|top| top.level) == Some(here))
+                .then(|| l.pop())
+                .flatten()
+        })
+        .ok()
+        .flatten();
+    if let Some(Legacy { saved, .. }) = saved {
+        let inner = with_state(|st| std::mem::replace(st, saved));
+        drop(inner);
+    }
+}

@@ -1,0 +1,349 @@
+//! A participant of a [`Workshare`] that *pulls* its chunks one at a time
+//! instead of handing a body to [`Workshare::participate`]: the shape of
+//! an OpenMP runtime's dispatch ABI, where the compiled loop asks for its
+//! next chunk (`GOMP_loop_*_next`) and runs it itself.
+//!
+//! Each call to [`Cursor::next`] claims exactly as `claim::participate`
+//! does for the same [`Claim`] (same counters, same plan), so push and
+//! pull participants may share one instance. What `participate` times
+//! around the body, a cursor times between two calls: the chunk handed
+//! out last ran in between.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use keel_policy::dls::{clamp_size, Claim, Plan, ProfileSums, Request, ThreadLocal, Timing};
+use keel_policy::ContextHandler;
+
+use super::{Ready, Workshare};
+use crate::loops::claim::lock;
+use crate::loops::{Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
+use crate::trace::{self, ChunkEvent};
+
+/// The body of a workshare whose participants all pull: it runs nothing.
+static NO_BODY: fn(usize, u64, u64) = |_, _, _| {};
+
+impl Workshare<'static> {
+    /// An instance whose participants pull chunks with
+    /// [`join`](Self::join) instead of running a body.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let schedule = "guided".parse()?;
+    /// let work = Arc::new(Workshare::pulled(LoopId::named("doc-pull"), &schedule, 50, 2));
+    /// let mut seen = 0;
+    /// for me in 0..2 {
+    ///     let mut cursor = Arc::clone(&work).join(me)?;
+    ///     while let Some(chunk) = cursor.next() {
+    ///         seen += chunk.end - chunk.start;
+    ///     }
+    ///     let summary = cursor.leave();
+    ///     // Only the last participant to leave gets the summary.
+    ///     assert_eq!(summary.is_some(), me == 1);
+    /// }
+    /// assert_eq!(seen, 50);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pulled(id: LoopId, schedule: &Schedule, iterations: u64, threads: usize) -> Self {
+        Workshare::new(id, schedule, iterations, threads, &NO_BODY)
+    }
+
+    /// Joins the instance as participant `me` and returns its cursor; the
+    /// first to join prepares the instance. An index out of range or
+    /// given twice, or a schedule that cannot plan this loop, is an error
+    /// (and that participant gets no chunk).
+    pub fn join(self: Arc<Self>, me: usize) -> Result<Cursor, LoopError> {
+        let ready = self.enter(me)?;
+        // SAFETY: `ready` lives inside `*self`, on the heap behind the Arc
+        // the cursor keeps until it is dropped (its last field, so dropped
+        // after every field that borrows from it); the OnceLock is never
+        // reset, so the reference stays valid and unaliased by writers.
+        let ready: &'static Ready = unsafe { &*(ready as *const Ready) };
+        // SAFETY: as above, for the workshare itself.
+        let work: &'static Workshare<'static> = unsafe { &*Arc::as_ptr(&self) };
+        let mut ctx = Box::new(ContextHandler::new());
+        ready
+            .prepared
+            .provide(&mut ctx, &work.spec(), &ready.history);
+        let plan = ready.prepared.plan(&ctx).map_err(|error| {
+            // A participant that cannot plan still counts as leaving, so
+            // that the others' instance is recorded.
+            LoopError::Schedule {
+                source_name: "schedule",
+                error,
+            }
+        });
+        let plan = match plan {
+            // SAFETY: the plan borrows `*ctx`, boxed (so it never moves)
+            // and owned by the cursor, which drops `plan` before `ctx`.
+            Ok(plan) => unsafe { std::mem::transmute::<Plan<'_>, Plan<'static>>(plan) },
+            Err(err) => {
+                work.leave(ready);
+                return Err(err);
+            }
+        };
+        let start = ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
+        let tracing = ready.label.is_some() && trace::tracer().is_some();
+        Ok(Cursor {
+            plan,
+            _ctx: ctx,
+            ready,
+            work,
+            me,
+            timing: plan.timing(),
+            local: ThreadLocal::default(),
+            profile: ready.prepared.profiled.then(ProfileSums::default),
+            events: tracing.then(Vec::new),
+            start,
+            chunks: 0,
+            iterations: 0,
+            round: 0,
+            pending: None,
+            done: false,
+            _owner: self,
+        })
+    }
+}
+
+/// The chunk handed out last, settled at the next call.
+#[derive(Clone, Copy)]
+struct Pending {
+    from: u64,
+    to: u64,
+    /// When it was asked for (`Timing::Request`) or claimed.
+    began: Option<Instant>,
+    /// When it was claimed, for the trace.
+    claimed: Option<Instant>,
+}
+
+/// One participant of a pulled [`Workshare`]: [`next`](Self::next) until
+/// `None`, then [`leave`](Self::leave). Dropping a cursor without leaving
+/// leaves too (the summary is then lost); a cursor may leave early, as a
+/// cancelled OpenMP loop does, and the iterations it did not claim are
+/// then claimed by the others or by nobody.
+pub struct Cursor {
+    // Field order is drop order: everything borrowing `owner` first.
+    plan: Plan<'static>,
+    /// What `plan` borrows; never read otherwise.
+    _ctx: Box<ContextHandler<'static>>,
+    ready: &'static Ready,
+    work: &'static Workshare<'static>,
+    me: usize,
+    timing: Timing,
+    local: ThreadLocal,
+    profile: Option<ProfileSums>,
+    events: Option<Vec<ChunkEvent>>,
+    start: f64,
+    chunks: u64,
+    iterations: u64,
+    /// The next static round.
+    round: u64,
+    pending: Option<Pending>,
+    done: bool,
+    _owner: Arc<Workshare<'static>>,
+}
+
+impl Cursor {
+    /// The participant's next chunk of offsets, `None` when it has no more.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<Range<u64>> {
+        self.settle();
+        if self.done {
+            return None;
+        }
+        let requested = (self.timing == Timing::Request).then(Instant::now);
+        let Some(chunk) = self.claim() else {
+            self.done = true;
+            return None;
+        };
+        let stamp = |wanted: bool| wanted.then(Instant::now);
+        let claimed = stamp(
+            self.events.is_some()
+                || (self.timing == Timing::Chunk)
+                || (self.timing == Timing::None && self.profile.is_some()),
+        );
+        self.chunks += 1;
+        self.iterations += chunk.end - chunk.start;
+        self.pending = Some(Pending {
+            from: chunk.start,
+            to: chunk.end,
+            began: requested.or(claimed),
+            claimed,
+        });
+        Some(chunk)
+    }
+
+    /// Leaves the instance: returns its summary to the last participant
+    /// to leave, which records it; `None` to the others.
+    pub fn leave(mut self) -> Option<LoopSummary> {
+        self.depart()
+    }
+
+    fn depart(&mut self) -> Option<LoopSummary> {
+        if self.me == usize::MAX {
+            return None;
+        }
+        self.done = true;
+        self.settle();
+        let finish = self.ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
+        let slot = self.slot();
+        if let (Some(events), Some(label), Some(tracer)) =
+            (&self.events, &self.ready.label, trace::tracer())
+        {
+            tracer.write_loop(label, self.me, events);
+        }
+        if let Some(sums) = self.profile {
+            for (word, bits) in slot.profile.iter().zip(sums.to_bits()) {
+                word.store(bits, Ordering::Relaxed);
+            }
+        }
+        slot.chunks.store(self.chunks, Ordering::Relaxed);
+        slot.iterations.store(self.iterations, Ordering::Relaxed);
+        slot.start.store(self.start.to_bits(), Ordering::Relaxed);
+        slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+        // Marks the cursor as gone, so that `Drop` does not leave again.
+        self.me = usize::MAX;
+        self.work.leave(self.ready)
+    }
+
+    fn slot(&self) -> &'static Slot {
+        &self.work.slots[self.me]
+    }
+
+    /// Times the chunk handed out last: it ran since then.
+    fn settle(&mut self) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        let size = p.to - p.from;
+        let now = Instant::now;
+        if let (Some(events), Some(start)) = (&mut self.events, p.claimed) {
+            events.push(ChunkEvent {
+                start,
+                end: now(),
+                from: p.from,
+                to: p.to,
+            });
+        }
+        let Some(began) = p.began else {
+            return;
+        };
+        let seconds = began.elapsed().as_secs_f64();
+        if self.timing == Timing::None {
+            if let Some(sums) = &mut self.profile {
+                sums.add(size, seconds);
+            }
+            return;
+        }
+        self.local.record(size, seconds);
+        if self.local.chunk_spent() {
+            self.slot().publish(self.local.timing());
+        }
+    }
+
+    fn claim(&mut self) -> Option<Range<u64>> {
+        let plan = &self.plan;
+        let shared = &self.work.shared;
+        let n = self.work.iterations;
+        match plan.claim() {
+            Claim::Static => {
+                let chunk = plan.static_block(self.me, self.round)?;
+                self.round += 1;
+                Some(chunk)
+            }
+            Claim::Indexed => plan.chunk_at(shared.next.fetch_add(1, Ordering::Relaxed)),
+            Claim::Remaining => {
+                let board = Board {
+                    slots: &self.work.slots,
+                };
+                let mut next = shared.next.load(Ordering::Relaxed);
+                if next >= n {
+                    return None;
+                }
+                // One number per request, kept across CAS retries.
+                let request = Request {
+                    thread: self.me,
+                    number: if plan.numbers_requests() {
+                        shared.requests.fetch_add(1, Ordering::Relaxed)
+                    } else {
+                        0
+                    },
+                };
+                loop {
+                    let remaining = n - next;
+                    let size = clamp_size(
+                        plan.next_size(remaining, request, &mut self.local, &board),
+                        1,
+                        remaining,
+                    );
+                    match shared.next.compare_exchange_weak(
+                        next,
+                        next + size,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            self.local.claimed(size);
+                            return Some(next..next + size);
+                        }
+                        Err(seen) if seen >= n => return None,
+                        Err(seen) => next = seen,
+                    }
+                }
+            }
+            Claim::Steal => self.steal(),
+        }
+    }
+
+    /// `static-steal`: the own range's front, else a victim's back made
+    /// the own range (as `claim::Runner::steal_loop`).
+    fn steal(&mut self) -> Option<Range<u64>> {
+        let slots = &self.work.slots;
+        let unit = self.plan.chunk_unit().max(1);
+        loop {
+            let own = {
+                let mut range = lock(&slots[self.me].steal);
+                let take = unit.min(range.end - range.start);
+                let chunk = range.start..range.start + take;
+                range.start += take;
+                chunk
+            };
+            if !own.is_empty() {
+                return Some(own);
+            }
+            let p = slots.len();
+            let stolen = (1..p).map(|d| (self.me + d) % p).find_map(|victim| {
+                let mut range = lock(&slots[victim].steal);
+                let left = range.end - range.start;
+                let take = self.plan.steal_amount(left).min(left);
+                (take > 0).then(|| {
+                    range.end -= take;
+                    range.end..range.end + take
+                })
+            });
+            *lock(&slots[self.me].steal) = stolen?;
+        }
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        if self.me != usize::MAX {
+            self.depart();
+        }
+    }
+}
+
+impl std::fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("participant", &self.me)
+            .field("chunks", &self.chunks)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
+}
