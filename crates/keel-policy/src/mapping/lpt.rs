@@ -66,14 +66,17 @@ impl<'a> LptOrder<'a> {
         keys.sort_unstable();
         let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let task = |k: u64| (k & index_mask) as usize;
-        let mut run = 0;
-        for i in 1..=keys.len() {
-            if i == keys.len() || (keys[i] ^ keys[run]) & !index_mask != 0 {
-                if i - run > 1 {
-                    keys[run..i].sort_unstable_by_key(|&k| (exact(task(k)), task(k)));
-                }
-                run = i;
-            }
+        let high = !index_mask;
+        let mut from = 0;
+        while let Some(start) = first_tie(&keys[from..], high).map(|at| from + at) {
+            let end = start
+                + 1
+                + keys[start + 1..]
+                    .iter()
+                    .take_while(|&&k| (k ^ keys[start]) & high == 0)
+                    .count();
+            keys[start..end].sort_unstable_by_key(|&k| (exact(task(k)), task(k)));
+            from = end;
         }
         LptOrder {
             loads,
@@ -122,6 +125,9 @@ impl<'a> LptOrder<'a> {
         speeds: Option<&[f64]>,
         placement: &mut [usize],
     ) {
+        if self.keys.len() == placement.len() && fits_window_entry(tree.time.len()) {
+            return self.assign_windowed(tree, speeds, placement);
+        }
         let mut block = [0.0f64; GATHER_BLOCK];
         let mask = self.index_mask;
         let loads = self.loads;
@@ -142,6 +148,54 @@ impl<'a> LptOrder<'a> {
         }
     }
 
+    /// [`LptOrder::assign_into`] when every task is ordered: the placement
+    /// is written through windows of [`WINDOW`] tasks rather than by one
+    /// store per task at a random place in it.
+    ///
+    /// At 1,000,000 tasks the placement is 8 MB, and a store to a random
+    /// task's slot misses every cache level: those stores cost as much as
+    /// a third of a sort of the loads. Here the loop appends each decision,
+    /// as the task's offset in its window and its PU, to its window's own
+    /// stretch of `placement` (window `w`'s tasks are `w·WINDOW ..`, as many
+    /// as its stretch holds, so `placement` itself is the buffer); one
+    /// window at a time is then copied aside and put in task order, both
+    /// inside the L1 cache.
+    fn assign_windowed(self, tree: &mut PuHeap, speeds: Option<&[f64]>, placement: &mut [usize]) {
+        let mask = self.index_mask;
+        let loads = self.loads;
+        let mut next: Vec<usize> = (0..placement.len().div_ceil(WINDOW))
+            .map(|w| w * WINDOW)
+            .collect();
+        // The loads are read in the order's random task order: each read
+        // is asked for `PREFETCH_AHEAD` tasks early, so that it has
+        // arrived when the assignment (a dependency chain through the PU
+        // tree, which leaves the memory units idle) comes to it. The last
+        // tasks ask for task 0's load, which is harmless.
+        let ahead = self
+            .keys
+            .iter()
+            .skip(PREFETCH_AHEAD)
+            .chain(std::iter::repeat(&0));
+        for (&key, &ahead) in self.keys.iter().zip(ahead) {
+            prefetch(loads, (ahead & mask) as usize);
+            let task = (key & mask) as usize;
+            let load = loads[task];
+            let pu = tree.least();
+            tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+            let slot = &mut next[task / WINDOW];
+            placement[*slot] = (task % WINDOW) | (pu << WINDOW_BITS);
+            *slot += 1;
+        }
+        let mut aside = vec![0; placement.len().min(WINDOW)];
+        for window in placement.chunks_mut(WINDOW) {
+            let aside = &mut aside[..window.len()];
+            aside.copy_from_slice(window);
+            for &entry in aside.iter() {
+                window[entry % WINDOW] = entry >> WINDOW_BITS;
+            }
+        }
+    }
+
     /// Reads the loads of `keys` into `block`: independent reads that the
     /// CPU overlaps, unlike reads made one by one between dependent steps.
     fn gather(&self, keys: &[u64], block: &mut [f64; GATHER_BLOCK]) {
@@ -149,6 +203,30 @@ impl<'a> LptOrder<'a> {
             *slot = self.loads[(key & self.index_mask) as usize];
         }
     }
+}
+
+/// The first `i` whose key agrees with key `i + 1` in the `high` bits.
+///
+/// Such ties are rare, so the search is over blocks of keys tested without
+/// a branch per key (the tests compile to packed compares); only a block
+/// with a tie is searched key by key.
+fn first_tie(keys: &[u64], high: u64) -> Option<usize> {
+    const BLOCK: usize = 16;
+    let mut at = 0;
+    while at + BLOCK < keys.len() {
+        let block = &keys[at..at + BLOCK + 1];
+        let tie = block
+            .windows(2)
+            .fold(false, |tie, pair| tie | ((pair[0] ^ pair[1]) & high == 0));
+        if tie {
+            break;
+        }
+        at += BLOCK;
+    }
+    keys[at..]
+        .windows(2)
+        .position(|pair| (pair[0] ^ pair[1]) & high == 0)
+        .map(|i| at + i)
 }
 
 /// The low bits of a key that hold the task index: as few as `loads.len()`
@@ -164,6 +242,39 @@ fn index_mask(loads: &[f64]) -> u64 {
 #[inline]
 fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
     (!(loads[i] + 0.0).to_bits() & !index_mask) | i as u64
+}
+
+/// How many tasks ahead of the assignment their loads are prefetched.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Asks the CPU to bring `values[index]` into the cache; an index past the
+/// end is a hint about an address nobody reads, which is harmless.
+#[inline(always)]
+fn prefetch(values: &[f64], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing into the program and cannot fault,
+    // whatever the address; the SSE it needs is part of every x86_64 target.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            values.as_ptr().wrapping_add(index).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (values, index);
+}
+
+/// Tasks per window of [`LptOrder::assign_windowed`]: a window's
+/// placement (32 KiB) and its copy fit the L1 cache together with the PU
+/// tree only just, and the windows' append points (one cache line each, 245
+/// at 1,000,000 tasks) fit beside them.
+const WINDOW_BITS: u32 = 12;
+/// `2^WINDOW_BITS`.
+const WINDOW: usize = 1 << WINDOW_BITS;
+
+/// Whether a window entry (task offset below, PU above) holds every PU
+/// index below `npus`.
+fn fits_window_entry(npus: usize) -> bool {
+    npus.saturating_sub(1) >> (usize::BITS - WINDOW_BITS) == 0
 }
 
 /// Loads gathered at a time ahead of the assignment loop: enough independent
@@ -285,9 +396,15 @@ impl PuHeap {
         let mut winner_key = key(self.time[pu]);
         let mut winner = pu as u32;
         let mut i = self.leaves + pu;
+        // `pairs` has `leaves` entries, a power of two: masking the index
+        // changes none, and lets the compiler drop the bounds check.
+        let Some(last) = self.pairs.len().checked_sub(1) else {
+            return;
+        };
+        let pairs = &mut self.pairs[..];
         // A fixed trip count rather than a test for the root each level.
         for _ in 0..self.depth {
-            let pair = &mut self.pairs[i >> 1];
+            let pair = &mut pairs[(i >> 1) & last];
             let side = i & 1;
             pair.keys[side] = winner_key;
             pair.pus[side] = winner;
@@ -332,6 +449,25 @@ mod tests {
         assert_eq!(in_order, vec![next, next, base, base, 0.5]);
         assert!(LptOrder::new(&[], |_| true).is_empty());
         assert_eq!(lpt_order(&[7.0], |_| true), vec![0]);
+    }
+
+    #[test]
+    fn first_tie_finds_the_first_adjacent_pair_equal_in_high_bits() {
+        let high = !0xffu64;
+        for len in [0usize, 1, 2, 16, 17, 18, 33, 100] {
+            // Distinct high bits everywhere, then one tie at each place.
+            let distinct: Vec<u64> = (0..len as u64).map(|i| (i << 8) | (i & 0xff)).collect();
+            assert_eq!(first_tie(&distinct, high), None, "len {len}");
+            for at in 0..len.saturating_sub(1) {
+                let mut keys = distinct.clone();
+                keys[at + 1] = (keys[at] & high) | 0x7f;
+                // A later tie must not hide the first.
+                if at + 3 < len {
+                    keys[at + 3] = (keys[at + 2] & high) | 1;
+                }
+                assert_eq!(first_tie(&keys, high), Some(at), "len {len}, at {at}");
+            }
+        }
     }
 
     #[test]
