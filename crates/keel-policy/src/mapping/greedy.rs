@@ -268,8 +268,9 @@ mod tests {
     #[test]
     fn window_edges_decide_as_the_reference() {
         // One task short of, at, and past the placement's windows of 4,096
-        // tasks, on 3 PUs (PU indices of several bits) and one.
-        for ntasks in [1, 4095, 4096, 4097, 8192, 12_289] {
+        // tasks, and past the order's bucketed sort (16,384 tasks), on one
+        // PU, 3 and 1,000 (PU indices of several bits).
+        for ntasks in [1, 4095, 4096, 4097, 8192, 12_289, 20_000] {
             let loads: Vec<f64> = (0..ntasks).map(|i| ((i * 7919) % 97) as f64).collect();
             for npus in [1, 3, 1000] {
                 let pus = vec![0.0; npus];

@@ -53,10 +53,8 @@ impl<'a> LptOrder<'a> {
             Some(flags) => Self::new(loads, |t| flags[t]),
             None => {
                 let index_mask = index_mask(loads);
-                let keys = (0..loads.len())
-                    .map(|i| packed_key(loads, index_mask, i))
-                    .collect();
-                Self::sorted(loads, keys, index_mask)
+                let keys = super::bucket_sort::sorted_keys(loads, index_mask);
+                Self::exact(loads, keys, index_mask)
             }
         }
     }
@@ -64,6 +62,11 @@ impl<'a> LptOrder<'a> {
     /// Sorts `keys` and puts each run of truncated-equal keys in exact order.
     fn sorted(loads: &'a [f64], mut keys: Vec<u64>, index_mask: u64) -> Self {
         keys.sort_unstable();
+        Self::exact(loads, keys, index_mask)
+    }
+
+    /// Puts each run of truncated-equal keys of sorted `keys` in exact order.
+    fn exact(loads: &'a [f64], mut keys: Vec<u64>, index_mask: u64) -> Self {
         let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let task = |k: u64| (k & index_mask) as usize;
         let high = !index_mask;
@@ -180,8 +183,7 @@ impl<'a> LptOrder<'a> {
             prefetch(loads, (ahead & mask) as usize);
             let task = (key & mask) as usize;
             let load = loads[task];
-            let pu = tree.least();
-            tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
+            let pu = tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
             let slot = &mut next[task / WINDOW];
             placement[*slot] = (task % WINDOW) | (pu << WINDOW_BITS);
             *slot += 1;
@@ -231,7 +233,7 @@ fn first_tie(keys: &[u64], high: u64) -> Option<usize> {
 
 /// The low bits of a key that hold the task index: as few as `loads.len()`
 /// needs, so that the load's top bits keep as much of the order as they can.
-fn index_mask(loads: &[f64]) -> u64 {
+pub(super) fn index_mask(loads: &[f64]) -> u64 {
     assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
     let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
     (1u64 << index_bits) - 1
@@ -240,7 +242,7 @@ fn index_mask(loads: &[f64]) -> u64 {
 /// Task `i`'s sort key: its load's inverted bits (heaviest first) above its
 /// index.
 #[inline]
-fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
+pub(super) fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
     (!(loads[i] + 0.0).to_bits() & !index_mask) | i as u64
 }
 
@@ -393,7 +395,33 @@ impl PuHeap {
     pub fn add(&mut self, pu: usize, delta: f64) {
         debug_assert!(self.member[pu]);
         self.time[pu] += delta;
-        let mut winner_key = key(self.time[pu]);
+        self.replay(pu, key(self.time[pu]));
+    }
+
+    /// Adds `delta(pu)` to the least-loaded PU `pu`'s time and returns
+    /// `pu`: [`PuHeap::least`] then [`PuHeap::add`], with the PU's new key
+    /// computed from the root's key rather than from its stored time, so
+    /// that LPT's chain from one task to the next (least PU, its new key,
+    /// the replay) skips a store and reload of the time.
+    #[inline]
+    pub(crate) fn add_to_least(&mut self, delta: impl FnOnce(usize) -> f64) -> usize {
+        let root = self.pairs[0];
+        let pu = root.pus[1] as usize;
+        let delta = delta(pu);
+        self.time[pu] += delta;
+        // The root key is the bits of the PU's time with -0.0 read as +0.0,
+        // so the sum is the number `time + delta` is, and never -0.0 (the
+        // time and `delta` are `>= 0`): its bits are `key(time + delta)`.
+        let sum = f64::from_bits(root.keys[1]) + delta;
+        debug_assert_eq!(sum.to_bits(), key(self.time[pu]));
+        self.replay(pu, sum.to_bits());
+        pu
+    }
+
+    /// Puts `key` in member PU `pu`'s leaf and replays its path to the root.
+    #[inline]
+    fn replay(&mut self, pu: usize, key: u64) {
+        let mut winner_key = key;
         let mut winner = pu as u32;
         let mut i = self.leaves + pu;
         // `pairs` has `leaves` entries, a power of two: masking the index
