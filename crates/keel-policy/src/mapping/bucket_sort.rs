@@ -33,12 +33,19 @@ pub(super) fn sorted_keys(loads: &[f64], index_mask: u64) -> Vec<u64> {
         keys.sort_unstable();
         return keys;
     }
-    // Non-negative loads order like their bits; a key inverts them.
-    let (least, most) = loads.iter().fold((u64::MAX, 0), |(least, most), &load| {
-        let bits = (load + 0.0).to_bits();
-        (least.min(bits), most.max(bits))
-    });
-    let differ = (!least ^ !most) & !index_mask;
+    // Non-negative loads order like their bits; a key inverts them. The
+    // extremes are taken as numbers (`+ 0.0` reads -0.0 as +0.0), written
+    // as comparisons so that they compile to packed minimums and maximums.
+    let (least, most) = loads
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(least, most), &load| {
+            let load = load + 0.0;
+            (
+                if load < least { load } else { least },
+                if load > most { load } else { most },
+            )
+        });
+    let differ = (!least.to_bits() ^ !most.to_bits()) & !index_mask;
     if differ == 0 {
         // Every key agrees above the index: index order is key order.
         return (0..n).map(key).collect();

@@ -1,26 +1,29 @@
 //! The two kernels every LPT-style policy shares: ordering tasks heaviest
 //! first, and a structure that finds the least-loaded PU.
 //!
-//! Both are hot: at 1,000,000 tasks the sort dominates, so the order is a
-//! single `sort_unstable` over packed integer keys rather than a comparator
-//! over indices (which would chase pointers on every comparison).
+//! Both are hot: at 1,000,000 tasks the order and the assignment are
+//! each about half of greedy's decision, so the order is a sort over packed
+//! integer keys rather than a comparator over indices (which would chase
+//! pointers on every comparison), and the assignment a branch-free replay
+//! of a tournament tree.
 
 /// Tasks in LPT order: heaviest first, ties by lower index.
 ///
-/// Sorting is the floor any LPT pays, so it is kept to one `sort_unstable`
-/// over plain `u64`s — as cheap as sorting the loads themselves. Each key is
-/// the load's inverted IEEE bits (non-negative floats order like their bits;
+/// Sorting is the floor any LPT pays, so it is kept to a sort of plain
+/// `u64`s, cheaper than sorting the loads themselves. Each key is the
+/// load's inverted IEEE bits (non-negative floats order like their bits;
 /// inverting sorts descending) truncated to make room for the task index in
 /// the low bits. Truncation only merges loads that agree in their top bits;
 /// those rare runs are then re-sorted by exact load, so the order is exactly
-/// LPT's.
+/// LPT's. When every task is ordered, the keys are dealt into buckets by
+/// their top varying bits and each bucket sorted in cache (`bucket_sort`);
+/// otherwise one `sort_unstable` sorts them.
 ///
-/// The key buffer is the only allocation: at 1,000,000 tasks every fresh
-/// multi-megabyte buffer costs milliseconds of page faults, more than the
-/// work done in it. Loads are read from the caller's slice as the order is
-/// walked (the addresses come from the sequential keys, so those reads run
-/// ahead of the assignment's dependency chain), and [`LptOrder::assign_into`]
-/// reuses the key buffer to record the chosen PUs.
+/// Loads are read from the caller's slice as the order is walked, each
+/// asked for (prefetched) some tasks ahead or gathered a block at a time,
+/// so that those random reads overlap the assignment's dependency chain.
+/// [`LptOrder::assign_into`] writes the placement through windows of tasks
+/// that stay in the L1 cache rather than by one random store per task.
 #[derive(Clone, Debug)]
 pub struct LptOrder<'a> {
     loads: &'a [f64],
@@ -246,7 +249,10 @@ pub(super) fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
     (!(loads[i] + 0.0).to_bits() & !index_mask) | i as u64
 }
 
-/// How many tasks ahead of the assignment their loads are prefetched.
+/// How many tasks ahead of the assignment their loads are prefetched: at
+/// about 50 cycles a task, 16 tasks cover a miss to memory. Without the
+/// prefetch (loads read as the loop reaches them) greedy at 1,000,000 ×
+/// 1,024 took twice as long: every read missed on the chain.
 const PREFETCH_AHEAD: usize = 16;
 
 /// Asks the CPU to bring `values[index]` into the cache; an index past the
