@@ -20,8 +20,8 @@
 /// otherwise one `sort_unstable` sorts them.
 ///
 /// Loads are read from the caller's slice as the order is walked, each
-/// asked for (prefetched) some tasks ahead or gathered a block at a time,
-/// so that those random reads overlap the assignment's dependency chain.
+/// asked for (prefetched) some tasks ahead, so that those random reads
+/// overlap the assignment's dependency chain.
 /// [`LptOrder::assign_into`] writes the placement through windows of tasks
 /// that stay in the L1 cache rather than by one random store per task.
 #[derive(Clone, Debug)]
@@ -113,13 +113,12 @@ impl<'a> LptOrder<'a> {
 
     /// LPT on `tree` without recording where tasks went (for a bound).
     pub fn assign(&self, tree: &mut PuHeap, speeds: Option<&[f64]>) {
-        let mut block = [0.0f64; GATHER_BLOCK];
-        for keys in self.keys.chunks(GATHER_BLOCK) {
-            self.gather(keys, &mut block);
-            for &load in &block[..keys.len()] {
-                let pu = tree.least();
-                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
-            }
+        let mask = self.index_mask;
+        let loads = self.loads;
+        for (&key, &ahead) in self.keys.iter().zip(self.ahead()) {
+            prefetch(loads, (ahead & mask) as usize);
+            let load = loads[(key & mask) as usize];
+            tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
         }
     }
 
@@ -134,20 +133,18 @@ impl<'a> LptOrder<'a> {
         if self.keys.len() == placement.len() && fits_window_entry(tree.time.len()) {
             return self.assign_windowed(tree, speeds, placement);
         }
-        let mut block = [0.0f64; GATHER_BLOCK];
         let mask = self.index_mask;
         let loads = self.loads;
-        for keys in self.keys.chunks_mut(GATHER_BLOCK) {
-            for (slot, &key) in block.iter_mut().zip(keys.iter()) {
-                *slot = loads[(key & mask) as usize];
+        for j in 0..self.keys.len() {
+            if let Some(&ahead) = self.keys.get(j + PREFETCH_AHEAD) {
+                prefetch(loads, (ahead & mask) as usize);
             }
-            for (key, &load) in keys.iter_mut().zip(&block) {
-                let pu = tree.least();
-                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
-                // The key is spent: keep (task, PU) in its slot, so the
-                // random stores into `placement` happen after the loop.
-                *key = ((*key & mask) << 32) | pu as u64;
-            }
+            let task = self.keys[j] & mask;
+            let load = loads[task as usize];
+            let pu = tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
+            // The key is spent: keep (task, PU) in its slot, so the random
+            // stores into `placement` happen after the loop.
+            self.keys[j] = (task << 32) | pu as u64;
         }
         for &key in &self.keys {
             placement[(key >> 32) as usize] = key as u32 as usize;
@@ -175,14 +172,8 @@ impl<'a> LptOrder<'a> {
         // The loads are read in the order's random task order: each read
         // is asked for `PREFETCH_AHEAD` tasks early, so that it has
         // arrived when the assignment (a dependency chain through the PU
-        // tree, which leaves the memory units idle) comes to it. The last
-        // tasks ask for task 0's load, which is harmless.
-        let ahead = self
-            .keys
-            .iter()
-            .skip(PREFETCH_AHEAD)
-            .chain(std::iter::repeat(&0));
-        for (&key, &ahead) in self.keys.iter().zip(ahead) {
+        // tree, which leaves the memory units idle) comes to it.
+        for (&key, &ahead) in self.keys.iter().zip(self.ahead()) {
             prefetch(loads, (ahead & mask) as usize);
             let task = (key & mask) as usize;
             let load = loads[task];
@@ -201,12 +192,14 @@ impl<'a> LptOrder<'a> {
         }
     }
 
-    /// Reads the loads of `keys` into `block`: independent reads that the
-    /// CPU overlaps, unlike reads made one by one between dependent steps.
-    fn gather(&self, keys: &[u64], block: &mut [f64; GATHER_BLOCK]) {
-        for (slot, &key) in block.iter_mut().zip(keys) {
-            *slot = self.loads[(key & self.index_mask) as usize];
-        }
+    /// Each key's successor `PREFETCH_AHEAD` places on, whose load is
+    /// prefetched as the key is assigned; key 0 (task 0) past the end, which
+    /// is harmless.
+    fn ahead(&self) -> impl Iterator<Item = &u64> + '_ {
+        self.keys
+            .iter()
+            .skip(PREFETCH_AHEAD)
+            .chain(std::iter::repeat(&0))
     }
 }
 
@@ -284,10 +277,6 @@ const WINDOW: usize = 1 << WINDOW_BITS;
 fn fits_window_entry(npus: usize) -> bool {
     npus.saturating_sub(1) >> (usize::BITS - WINDOW_BITS) == 0
 }
-
-/// Loads gathered at a time ahead of the assignment loop: enough independent
-/// cache misses in flight to hide their latency, small enough for the stack.
-const GATHER_BLOCK: usize = 64;
 
 /// Task indices in LPT order (heaviest first, ties by lower index).
 pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
