@@ -67,6 +67,9 @@
 //! done
 //! ```
 //!
+//! `examples/mapping_ratio.rs` repeats only the goals' two ratios, interleaved
+//! the same way, in seconds rather than minutes.
+//!
 //! `greedy / sort` and `registry / direct` of the "Collected" counts are the
 //! goals' ratios in instructions; `callgrind_annotate` on the output file
 //! shows where they go. Counts leave out cache misses and page faults, which

@@ -169,6 +169,121 @@ mod tests {
         }
     }
 
+    /// Greedy as its definition reads: pinned tasks counted first, then
+    /// every movable task, heaviest first and lower index first among equal
+    /// loads, to the available PU of least time (lower index first among
+    /// equal times), by a scan of every PU.
+    fn reference_greedy(input: &MappingInput<'_>) -> Vec<usize> {
+        let (mut placement, mut times) = input.pinned_start();
+        let mut order: Vec<usize> = (0..input.ntasks())
+            .filter(|&t| input.is_migratable(t))
+            .collect();
+        let loads = input.task_loads();
+        order.sort_by(|&a, &b| loads[b].partial_cmp(&loads[a]).unwrap().then(a.cmp(&b)));
+        for task in order {
+            let mut best: Option<usize> = None;
+            for pu in (0..input.npus()).filter(|&p| input.is_available(p)) {
+                if best.is_none_or(|b| times[pu] < times[b]) {
+                    best = Some(pu);
+                }
+            }
+            let pu = best.expect("validated: some PU is available");
+            times[pu] += loads[task] / input.speed(pu);
+            placement[task] = pu;
+        }
+        placement
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// The hand-tuned path (packed-key order, PU tree, placement written
+        /// through windows of tasks) decides exactly what the definition
+        /// does, on task counts past one window, with duplicate loads, and
+        /// with or without speeds, background loads, unavailable PUs and
+        /// unmigratable tasks; every task is placed once, on an available
+        /// PU, and pinned tasks stay home.
+        #[test]
+        fn greedy_equals_the_reference_scan(
+            ntasks in 0usize..10_000,
+            distinct in 1u32..400,
+            seed in proptest::prelude::any::<u64>(),
+            pus in proptest::collection::vec((0u32..8, 1u32..9, 0u32..5), 1..24),
+            options in 0u8..16,
+        ) {
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let loads: Vec<f64> = (0..ntasks)
+                .map(|_| f64::from((next() % u64::from(distinct)) as u32) / 4.0)
+                .collect();
+            let npus = pus.len();
+            let pu_loads: Vec<f64> = pus.iter().map(|p| f64::from(p.0)).collect();
+            let speeds: Vec<f64> = pus.iter().map(|p| f64::from(p.1) / 2.0).collect();
+            let mut available: Vec<bool> = pus.iter().map(|p| p.2 != 0).collect();
+            available[0] = true;
+            let current: Vec<usize> = (0..ntasks)
+                .map(|_| {
+                    let pu = (next() % npus as u64) as usize;
+                    if available[pu] { pu } else { 0 }
+                })
+                .collect();
+            let movable: Vec<bool> = (0..ntasks).map(|_| next() % 5 != 0).collect();
+            let zeros = vec![0.0; npus];
+            let mut input = MappingInput::new(
+                &loads,
+                if options & 1 != 0 { &pu_loads } else { &zeros },
+            )
+            .unwrap();
+            if options & 2 != 0 {
+                input = input.with_speeds(&speeds).unwrap();
+            }
+            if options & 4 != 0 {
+                input = input.with_availability(&available).unwrap();
+            }
+            if options & 8 != 0 {
+                input = input
+                    .with_current(&current)
+                    .unwrap()
+                    .with_migratable(&movable)
+                    .unwrap();
+            }
+            let decided = Greedy.decide(&input);
+            let expected = reference_greedy(&input);
+            proptest::prop_assert_eq!(decided.as_slice(), &expected[..]);
+            proptest::prop_assert_eq!(decided.counts().iter().sum::<usize>(), ntasks);
+            for (task, &pu) in decided.as_slice().iter().enumerate() {
+                proptest::prop_assert!(input.is_available(pu));
+                if !input.is_migratable(task) {
+                    proptest::prop_assert_eq!(pu, current[task]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn window_edges_decide_as_the_reference() {
+        // One task short of, at, and past the placement's windows of 4,096
+        // tasks, and past the order's bucketed sort (16,384 tasks), on one
+        // PU, 3 and 1,000 (PU indices of several bits).
+        for ntasks in [1, 4095, 4096, 4097, 8192, 12_289, 20_000] {
+            let loads: Vec<f64> = (0..ntasks).map(|i| ((i * 7919) % 97) as f64).collect();
+            for npus in [1, 3, 1000] {
+                let pus = vec![0.0; npus];
+                let input = MappingInput::new(&loads, &pus).unwrap();
+                assert_eq!(
+                    Greedy.decide(&input).into_vec(),
+                    reference_greedy(&input),
+                    "{ntasks} tasks on {npus} PUs"
+                );
+            }
+        }
+    }
+
     #[test]
     fn direct_call_agrees_with_the_policy() {
         let loads: Vec<f64> = (0..100).map(|i| ((i * 37) % 11) as f64).collect();

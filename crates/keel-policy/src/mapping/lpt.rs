@@ -1,26 +1,29 @@
 //! The two kernels every LPT-style policy shares: ordering tasks heaviest
 //! first, and a structure that finds the least-loaded PU.
 //!
-//! Both are hot: at 1,000,000 tasks the sort dominates, so the order is a
-//! single `sort_unstable` over packed integer keys rather than a comparator
-//! over indices (which would chase pointers on every comparison).
+//! Both are hot: at 1,000,000 tasks the order and the assignment are
+//! each about half of greedy's decision, so the order is a sort over packed
+//! integer keys rather than a comparator over indices (which would chase
+//! pointers on every comparison), and the assignment a branch-free replay
+//! of a tournament tree.
 
 /// Tasks in LPT order: heaviest first, ties by lower index.
 ///
-/// Sorting is the floor any LPT pays, so it is kept to one `sort_unstable`
-/// over plain `u64`s — as cheap as sorting the loads themselves. Each key is
-/// the load's inverted IEEE bits (non-negative floats order like their bits;
+/// Sorting is the floor any LPT pays, so it is kept to a sort of plain
+/// `u64`s, cheaper than sorting the loads themselves. Each key is the
+/// load's inverted IEEE bits (non-negative floats order like their bits;
 /// inverting sorts descending) truncated to make room for the task index in
 /// the low bits. Truncation only merges loads that agree in their top bits;
 /// those rare runs are then re-sorted by exact load, so the order is exactly
-/// LPT's.
+/// LPT's. When every task is ordered, the keys are dealt into buckets by
+/// their top varying bits and each bucket sorted in cache (`bucket_sort`);
+/// otherwise one `sort_unstable` sorts them.
 ///
-/// The key buffer is the only allocation: at 1,000,000 tasks every fresh
-/// multi-megabyte buffer costs milliseconds of page faults, more than the
-/// work done in it. Loads are read from the caller's slice as the order is
-/// walked (the addresses come from the sequential keys, so those reads run
-/// ahead of the assignment's dependency chain), and [`LptOrder::assign_into`]
-/// reuses the key buffer to record the chosen PUs.
+/// Loads are read from the caller's slice as the order is walked, each
+/// asked for (prefetched) some tasks ahead, so that those random reads
+/// overlap the assignment's dependency chain.
+/// [`LptOrder::assign_into`] writes the placement through windows of tasks
+/// that stay in the L1 cache rather than by one random store per task.
 #[derive(Clone, Debug)]
 pub struct LptOrder<'a> {
     loads: &'a [f64],
@@ -53,10 +56,8 @@ impl<'a> LptOrder<'a> {
             Some(flags) => Self::new(loads, |t| flags[t]),
             None => {
                 let index_mask = index_mask(loads);
-                let keys = (0..loads.len())
-                    .map(|i| packed_key(loads, index_mask, i))
-                    .collect();
-                Self::sorted(loads, keys, index_mask)
+                let keys = super::bucket_sort::sorted_keys(loads, index_mask);
+                Self::exact(loads, keys, index_mask)
             }
         }
     }
@@ -64,16 +65,24 @@ impl<'a> LptOrder<'a> {
     /// Sorts `keys` and puts each run of truncated-equal keys in exact order.
     fn sorted(loads: &'a [f64], mut keys: Vec<u64>, index_mask: u64) -> Self {
         keys.sort_unstable();
+        Self::exact(loads, keys, index_mask)
+    }
+
+    /// Puts each run of truncated-equal keys of sorted `keys` in exact order.
+    fn exact(loads: &'a [f64], mut keys: Vec<u64>, index_mask: u64) -> Self {
         let exact = |i: usize| !(loads[i] + 0.0).to_bits();
         let task = |k: u64| (k & index_mask) as usize;
-        let mut run = 0;
-        for i in 1..=keys.len() {
-            if i == keys.len() || (keys[i] ^ keys[run]) & !index_mask != 0 {
-                if i - run > 1 {
-                    keys[run..i].sort_unstable_by_key(|&k| (exact(task(k)), task(k)));
-                }
-                run = i;
-            }
+        let high = !index_mask;
+        let mut from = 0;
+        while let Some(start) = first_tie(&keys[from..], high).map(|at| from + at) {
+            let end = start
+                + 1
+                + keys[start + 1..]
+                    .iter()
+                    .take_while(|&&k| (k ^ keys[start]) & high == 0)
+                    .count();
+            keys[start..end].sort_unstable_by_key(|&k| (exact(task(k)), task(k)));
+            from = end;
         }
         LptOrder {
             loads,
@@ -104,13 +113,12 @@ impl<'a> LptOrder<'a> {
 
     /// LPT on `tree` without recording where tasks went (for a bound).
     pub fn assign(&self, tree: &mut PuHeap, speeds: Option<&[f64]>) {
-        let mut block = [0.0f64; GATHER_BLOCK];
-        for keys in self.keys.chunks(GATHER_BLOCK) {
-            self.gather(keys, &mut block);
-            for &load in &block[..keys.len()] {
-                let pu = tree.least();
-                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
-            }
+        let mask = self.index_mask;
+        let loads = self.loads;
+        for (&key, &ahead) in self.keys.iter().zip(self.ahead()) {
+            prefetch(loads, (ahead & mask) as usize);
+            let load = loads[(key & mask) as usize];
+            tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
         }
     }
 
@@ -122,38 +130,106 @@ impl<'a> LptOrder<'a> {
         speeds: Option<&[f64]>,
         placement: &mut [usize],
     ) {
-        let mut block = [0.0f64; GATHER_BLOCK];
+        if self.keys.len() == placement.len() && fits_window_entry(tree.time.len()) {
+            return self.assign_windowed(tree, speeds, placement);
+        }
         let mask = self.index_mask;
         let loads = self.loads;
-        for keys in self.keys.chunks_mut(GATHER_BLOCK) {
-            for (slot, &key) in block.iter_mut().zip(keys.iter()) {
-                *slot = loads[(key & mask) as usize];
+        for j in 0..self.keys.len() {
+            if let Some(&ahead) = self.keys.get(j + PREFETCH_AHEAD) {
+                prefetch(loads, (ahead & mask) as usize);
             }
-            for (key, &load) in keys.iter_mut().zip(&block) {
-                let pu = tree.least();
-                tree.add(pu, speeds.map_or(load, |s| load / s[pu]));
-                // The key is spent: keep (task, PU) in its slot, so the
-                // random stores into `placement` happen after the loop.
-                *key = ((*key & mask) << 32) | pu as u64;
-            }
+            let task = self.keys[j] & mask;
+            let load = loads[task as usize];
+            let pu = tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
+            // The key is spent: keep (task, PU) in its slot, so the random
+            // stores into `placement` happen after the loop.
+            self.keys[j] = (task << 32) | pu as u64;
         }
         for &key in &self.keys {
             placement[(key >> 32) as usize] = key as u32 as usize;
         }
     }
 
-    /// Reads the loads of `keys` into `block`: independent reads that the
-    /// CPU overlaps, unlike reads made one by one between dependent steps.
-    fn gather(&self, keys: &[u64], block: &mut [f64; GATHER_BLOCK]) {
-        for (slot, &key) in block.iter_mut().zip(keys) {
-            *slot = self.loads[(key & self.index_mask) as usize];
+    /// [`LptOrder::assign_into`] when every task is ordered: the placement
+    /// is written through windows of [`WINDOW`] tasks rather than by one
+    /// store per task at a random place in it.
+    ///
+    /// At 1,000,000 tasks the placement is 8 MB, and a store to a random
+    /// task's slot misses every cache level: those stores cost as much as
+    /// a third of a sort of the loads. Here the loop appends each decision,
+    /// as the task's offset in its window and its PU, to its window's own
+    /// stretch of `placement` (window `w`'s tasks are `w·WINDOW ..`, as many
+    /// as its stretch holds, so `placement` itself is the buffer); one
+    /// window at a time is then copied aside and put in task order, both
+    /// inside the L1 cache.
+    fn assign_windowed(self, tree: &mut PuHeap, speeds: Option<&[f64]>, placement: &mut [usize]) {
+        let mask = self.index_mask;
+        let loads = self.loads;
+        let mut next: Vec<usize> = (0..placement.len().div_ceil(WINDOW))
+            .map(|w| w * WINDOW)
+            .collect();
+        // The loads are read in the order's random task order: each read
+        // is asked for `PREFETCH_AHEAD` tasks early, so that it has
+        // arrived when the assignment (a dependency chain through the PU
+        // tree, which leaves the memory units idle) comes to it.
+        for (&key, &ahead) in self.keys.iter().zip(self.ahead()) {
+            prefetch(loads, (ahead & mask) as usize);
+            let task = (key & mask) as usize;
+            let load = loads[task];
+            let pu = tree.add_to_least(|pu| speeds.map_or(load, |s| load / s[pu]));
+            let slot = &mut next[task / WINDOW];
+            placement[*slot] = (task % WINDOW) | (pu << WINDOW_BITS);
+            *slot += 1;
+        }
+        let mut aside = vec![0; placement.len().min(WINDOW)];
+        for window in placement.chunks_mut(WINDOW) {
+            let aside = &mut aside[..window.len()];
+            aside.copy_from_slice(window);
+            for &entry in aside.iter() {
+                window[entry % WINDOW] = entry >> WINDOW_BITS;
+            }
         }
     }
+
+    /// Each key's successor `PREFETCH_AHEAD` places on, whose load is
+    /// prefetched as the key is assigned; key 0 (task 0) past the end, which
+    /// is harmless.
+    fn ahead(&self) -> impl Iterator<Item = &u64> + '_ {
+        self.keys
+            .iter()
+            .skip(PREFETCH_AHEAD)
+            .chain(std::iter::repeat(&0))
+    }
+}
+
+/// The first `i` whose key agrees with key `i + 1` in the `high` bits.
+///
+/// Such ties are rare, so the search is over blocks of keys tested without
+/// a branch per key (the tests compile to packed compares); only a block
+/// with a tie is searched key by key.
+fn first_tie(keys: &[u64], high: u64) -> Option<usize> {
+    const BLOCK: usize = 16;
+    let mut at = 0;
+    while at + BLOCK < keys.len() {
+        let block = &keys[at..at + BLOCK + 1];
+        let tie = block
+            .windows(2)
+            .fold(false, |tie, pair| tie | ((pair[0] ^ pair[1]) & high == 0));
+        if tie {
+            break;
+        }
+        at += BLOCK;
+    }
+    keys[at..]
+        .windows(2)
+        .position(|pair| (pair[0] ^ pair[1]) & high == 0)
+        .map(|i| at + i)
 }
 
 /// The low bits of a key that hold the task index: as few as `loads.len()`
 /// needs, so that the load's top bits keep as much of the order as they can.
-fn index_mask(loads: &[f64]) -> u64 {
+pub(super) fn index_mask(loads: &[f64]) -> u64 {
     assert!(loads.len() <= u32::MAX as usize, "at most 2^32 tasks");
     let index_bits = usize::BITS - loads.len().saturating_sub(1).leading_zeros();
     (1u64 << index_bits) - 1
@@ -162,13 +238,45 @@ fn index_mask(loads: &[f64]) -> u64 {
 /// Task `i`'s sort key: its load's inverted bits (heaviest first) above its
 /// index.
 #[inline]
-fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
+pub(super) fn packed_key(loads: &[f64], index_mask: u64, i: usize) -> u64 {
     (!(loads[i] + 0.0).to_bits() & !index_mask) | i as u64
 }
 
-/// Loads gathered at a time ahead of the assignment loop: enough independent
-/// cache misses in flight to hide their latency, small enough for the stack.
-const GATHER_BLOCK: usize = 64;
+/// How many tasks ahead of the assignment their loads are prefetched: at
+/// about 50 cycles a task, 16 tasks cover a miss to memory. Without the
+/// prefetch (loads read as the loop reaches them) greedy at 1,000,000 ×
+/// 1,024 took twice as long: every read missed on the chain.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Asks the CPU to bring `values[index]` into the cache; an index past the
+/// end is a hint about an address nobody reads, which is harmless.
+#[inline(always)]
+fn prefetch(values: &[f64], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing into the program and cannot fault,
+    // whatever the address; the SSE it needs is part of every x86_64 target.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            values.as_ptr().wrapping_add(index).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (values, index);
+}
+
+/// Tasks per window of [`LptOrder::assign_windowed`]: a window's
+/// placement (32 KiB) and its copy fit the L1 cache together with the PU
+/// tree only just, and the windows' append points (one cache line each, 245
+/// at 1,000,000 tasks) fit beside them.
+const WINDOW_BITS: u32 = 12;
+/// `2^WINDOW_BITS`.
+const WINDOW: usize = 1 << WINDOW_BITS;
+
+/// Whether a window entry (task offset below, PU above) holds every PU
+/// index below `npus`.
+fn fits_window_entry(npus: usize) -> bool {
+    npus.saturating_sub(1) >> (usize::BITS - WINDOW_BITS) == 0
+}
 
 /// Task indices in LPT order (heaviest first, ties by lower index).
 pub fn lpt_order(loads: &[f64], keep: impl Fn(usize) -> bool) -> Vec<usize> {
@@ -282,12 +390,44 @@ impl PuHeap {
     pub fn add(&mut self, pu: usize, delta: f64) {
         debug_assert!(self.member[pu]);
         self.time[pu] += delta;
-        let mut winner_key = key(self.time[pu]);
+        self.replay(pu, key(self.time[pu]));
+    }
+
+    /// Adds `delta(pu)` to the least-loaded PU `pu`'s time and returns
+    /// `pu`: [`PuHeap::least`] then [`PuHeap::add`], with the PU's new key
+    /// computed from the root's key rather than from its stored time, so
+    /// that LPT's chain from one task to the next (least PU, its new key,
+    /// the replay) skips a store and reload of the time.
+    #[inline]
+    pub(crate) fn add_to_least(&mut self, delta: impl FnOnce(usize) -> f64) -> usize {
+        let root = self.pairs[0];
+        let pu = root.pus[1] as usize;
+        let delta = delta(pu);
+        self.time[pu] += delta;
+        // The root key is the bits of the PU's time with -0.0 read as +0.0,
+        // so the sum is the number `time + delta` is, and never -0.0 (the
+        // time and `delta` are `>= 0`): its bits are `key(time + delta)`.
+        let sum = f64::from_bits(root.keys[1]) + delta;
+        debug_assert_eq!(sum.to_bits(), key(self.time[pu]));
+        self.replay(pu, sum.to_bits());
+        pu
+    }
+
+    /// Puts `key` in member PU `pu`'s leaf and replays its path to the root.
+    #[inline]
+    fn replay(&mut self, pu: usize, key: u64) {
+        let mut winner_key = key;
         let mut winner = pu as u32;
         let mut i = self.leaves + pu;
+        // `pairs` has `leaves` entries, a power of two: masking the index
+        // changes none, and lets the compiler drop the bounds check.
+        let Some(last) = self.pairs.len().checked_sub(1) else {
+            return;
+        };
+        let pairs = &mut self.pairs[..];
         // A fixed trip count rather than a test for the root each level.
         for _ in 0..self.depth {
-            let pair = &mut self.pairs[i >> 1];
+            let pair = &mut pairs[(i >> 1) & last];
             let side = i & 1;
             pair.keys[side] = winner_key;
             pair.pus[side] = winner;
@@ -332,6 +472,25 @@ mod tests {
         assert_eq!(in_order, vec![next, next, base, base, 0.5]);
         assert!(LptOrder::new(&[], |_| true).is_empty());
         assert_eq!(lpt_order(&[7.0], |_| true), vec![0]);
+    }
+
+    #[test]
+    fn first_tie_finds_the_first_adjacent_pair_equal_in_high_bits() {
+        let high = !0xffu64;
+        for len in [0usize, 1, 2, 16, 17, 18, 33, 100] {
+            // Distinct high bits everywhere, then one tie at each place.
+            let distinct: Vec<u64> = (0..len as u64).map(|i| (i << 8) | (i & 0xff)).collect();
+            assert_eq!(first_tie(&distinct, high), None, "len {len}");
+            for at in 0..len.saturating_sub(1) {
+                let mut keys = distinct.clone();
+                keys[at + 1] = (keys[at] & high) | 0x7f;
+                // A later tie must not hide the first.
+                if at + 3 < len {
+                    keys[at + 3] = (keys[at + 2] & high) | 1;
+                }
+                assert_eq!(first_tie(&keys, high), Some(at), "len {len}, at {at}");
+            }
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 mod binlpt;
 mod block;
+mod bucket_sort;
 mod greedy;
 mod greedy_refine;
 mod hier;
