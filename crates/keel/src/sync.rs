@@ -1,9 +1,10 @@
 //! The one place the pool's fork/join protocol, the farm's queue and
 //! signal, and a loop instance's protocol (its claim counters, slots and
 //! steal ranges, `Workshare`'s once-only preparation and countdown, the
-//! loop state's lock) take their synchronisation from: `std` normally,
-//! `loom` under `--cfg loom`, so that the loom models
-//! (`pool/loom_tests.rs`, `farm/loom_tests.rs`, `loops/loom_tests.rs`)
+//! `Arc` a `Cursor` holds its instance by, the loop state's lock) take
+//! their synchronisation from: `std` normally, `loom` under `--cfg loom`,
+//! so that the loom models (`pool/loom_tests.rs`, `farm/loom_tests.rs`,
+//! `loops/loom_tests.rs`, `loops/foreign/loom_cursor.rs`)
 //! check the very code that ships (tokio's `crate::loom` facade). Without loom every item here is `std`'s own or an
 //! `#[inline(always)]` wrapper around it, so the shipped code is what it
 //! would be if written against `std` directly.

@@ -124,12 +124,14 @@ impl<'a> Workshare<'a> {
         self.iterations = iterations;
         self.chunk = None;
         self.record = false;
+        // New atomics rather than `get_mut`, which loom's lack: the same
+        // plain stores without loom.
         for joined in self.joined.iter_mut() {
-            *joined.get_mut() = false;
+            *joined = AtomicBool::new(false);
         }
         self.ready = OnceLock::new();
         self.shared = claim::Shared::new();
-        *self.left.get_mut() = self.threads;
+        self.left = AtomicUsize::new(self.threads);
     }
 
     /// The team size this workshare was made for.
@@ -268,6 +270,9 @@ impl<'a> Workshare<'a> {
 
 mod cursor;
 pub use cursor::Cursor;
+
+#[cfg(all(test, loom))]
+mod loom_cursor;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

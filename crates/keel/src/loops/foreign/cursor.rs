@@ -10,8 +10,6 @@
 //! out last ran in between.
 
 use std::ops::Range;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 
 use keel_policy::dls::{clamp_size, Claim, Plan, ProfileSums, Request, ThreadLocal, Timing};
@@ -20,6 +18,7 @@ use keel_policy::ContextHandler;
 use super::{Ready, Workshare};
 use crate::loops::claim::lock;
 use crate::loops::{Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
+use crate::sync::{Arc, Ordering};
 use crate::trace::{self, ChunkEvent};
 
 /// The body of a workshare whose participants all pull: it runs nothing.
@@ -56,15 +55,33 @@ impl Workshare<'static> {
     /// first to join prepares the instance. An index out of range or
     /// given twice, or a schedule that cannot plan this loop, is an error
     /// (and that participant gets no chunk).
+    #[cfg(not(loom))]
+    #[inline]
     pub fn join(self: Arc<Self>, me: usize) -> Result<Cursor, LoopError> {
-        let ready = self.enter(me)?;
-        // SAFETY: `ready` lives inside `*self`, on the heap behind the Arc
+        Self::attach(self, me)
+    }
+
+    /// [`join`](Self::join) under loom, whose `Arc` cannot be a method's
+    /// receiver: the models call `Workshare::join(work, me)`, which
+    /// names the same call in both builds.
+    #[cfg(loom)]
+    pub fn join(this: Arc<Self>, me: usize) -> Result<Cursor, LoopError> {
+        Self::attach(this, me)
+    }
+
+    /// The cursor keeps the instance alive through the crate's `Arc`
+    /// (`crate::sync`): under loom the instance's lifetime is then loom's,
+    /// which reports a cursor whose reference outlives the execution (a
+    /// leaked `Arc`) and orders the instance's drop by the reference count.
+    fn attach(this: Arc<Self>, me: usize) -> Result<Cursor, LoopError> {
+        let ready = this.enter(me)?;
+        // SAFETY: `ready` lives inside `*this`, on the heap behind the Arc
         // the cursor keeps until it is dropped (its last field, so dropped
         // after every field that borrows from it); the OnceLock is never
         // reset, so the reference stays valid and unaliased by writers.
         let ready: &'static Ready = unsafe { &*(ready as *const Ready) };
         // SAFETY: as above, for the workshare itself.
-        let work: &'static Workshare<'static> = unsafe { &*Arc::as_ptr(&self) };
+        let work: &'static Workshare<'static> = unsafe { &*Arc::as_ptr(&this) };
         let mut ctx = Box::new(ContextHandler::new());
         ready
             .prepared
@@ -104,7 +121,7 @@ impl Workshare<'static> {
             round: 0,
             pending: None,
             done: false,
-            _owner: self,
+            _owner: this,
         })
     }
 }
