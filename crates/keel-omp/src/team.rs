@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use keel::loops::{Cursor, LoopId, Workshare};
@@ -240,14 +239,12 @@ pub(crate) enum Current {
     /// trampoline already received.
     Stashed(Option<(i64, i64)>),
     /// A loop Keel runs; the cursor is gone once it returned its last
-    /// chunk. `held` is the loop's final chunk while the thread has others
-    /// to run first: GCC's `lastprivate` copies out on the thread whose
-    /// *last* chunk ends at the loop's end, which schedules that steal or
-    /// follow an assignment would not otherwise guarantee.
+    /// chunk. Chunks come from `Cursor::next_final_last`: GCC's
+    /// `lastprivate` copies out on the thread whose *last* chunk ends at
+    /// the loop's end.
     Taken {
         cursor: Option<Box<Cursor>>,
         bounds: Bounds,
-        held: Option<Range<u64>>,
     },
 }
 
@@ -301,7 +298,6 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
             Current::Taken {
                 cursor: Some(cursor),
                 bounds: call.bounds,
-                held: None,
             }
         }
     };
@@ -323,18 +319,8 @@ pub(crate) enum Step {
 pub(crate) fn next() -> Step {
     let mut finished = None;
     let step = with_state(|st| match &mut st.current {
-        Current::Taken {
-            cursor,
-            bounds,
-            held,
-        } => {
-            let n = bounds.iterations().unwrap_or(0);
-            let mut offsets = cursor.as_mut().and_then(|c| c.next());
-            if offsets.as_ref().is_some_and(|r| r.end == n) && held.is_none() {
-                *held = offsets.take();
-                offsets = cursor.as_mut().and_then(|c| c.next());
-            }
-            match offsets.or_else(|| held.take()) {
+        Current::Taken { cursor, bounds } => {
+            match cursor.as_mut().and_then(|c| c.next_final_last()) {
                 Some(offsets) => {
                     let (s, e) = bounds.chunk(offsets);
                     Step::Chunk(s, e)

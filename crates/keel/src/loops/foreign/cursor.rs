@@ -121,6 +121,7 @@ impl Workshare<'static> {
             round: 0,
             pending: None,
             done: false,
+            held: None,
             _owner: this,
         })
     }
@@ -161,6 +162,9 @@ pub struct Cursor {
     round: u64,
     pending: Option<Pending>,
     done: bool,
+    /// The chunk ending at the loop's end, while [`next_final_last`]
+    /// (Self::next_final_last) has others to hand out first.
+    held: Option<Range<u64>>,
     _owner: Arc<Workshare<'static>>,
 }
 
@@ -192,6 +196,39 @@ impl Cursor {
             claimed,
         });
         Some(chunk)
+    }
+
+    /// As [`next`](Self::next), but the chunk that ends at the loop's end
+    /// comes last among this participant's chunks: it is held back while
+    /// the participant claims others. OpenMP's `lastprivate` copies out on
+    /// the thread whose last chunk holds the final iteration, which
+    /// stealing or assigned schedules would not otherwise guarantee.
+    ///
+    /// The held chunk's time, for the schedules that time chunks, is the
+    /// moment between its claim and the next claim, not its run.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let schedule = "static-steal".parse().unwrap();
+    /// let work = Arc::new(Workshare::pulled(LoopId::named("held"), &schedule, 10, 1));
+    /// let mut cursor = work.join(0).unwrap();
+    /// let mut chunks = Vec::new();
+    /// while let Some(chunk) = cursor.next_final_last() {
+    ///     chunks.push(chunk);
+    /// }
+    /// assert_eq!(chunks.last().map(|c| c.end), Some(10));
+    /// cursor.leave();
+    /// ```
+    pub fn next_final_last(&mut self) -> Option<Range<u64>> {
+        let end = self.work.iterations;
+        let mut chunk = self.next();
+        if self.held.is_none() && chunk.as_ref().is_some_and(|c| c.end == end) {
+            self.held = chunk.take();
+            chunk = self.next();
+        }
+        chunk.or_else(|| self.held.take())
     }
 
     /// Leaves the instance: returns its summary to the last participant

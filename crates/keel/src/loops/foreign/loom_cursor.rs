@@ -252,11 +252,10 @@ fn loom_cursor_joins_after_the_others_left() {
     });
 }
 
-/// The OpenMP interposer's `*_next` over a cursor (`Current::Taken` in
-/// keel-omp's `team.rs`, replicated here): a chunk that ends at the loop's
-/// end is held back while the cursor has others, and handed out last, so
-/// that `lastprivate` copies out on the thread that ran the final
-/// iteration. Returns whether this participant got the summary.
+/// The OpenMP interposer's `*_next` over a cursor: chunks from
+/// `Cursor::next_final_last`, which hands out a chunk that ends at the
+/// loop's end last, so that `lastprivate` copies out on the thread that ran
+/// the final iteration. Returns whether this participant got the summary.
 fn pull_holding_last(
     work: Arc<Workshare<'static>>,
     me: usize,
@@ -265,17 +264,8 @@ fn pull_holding_last(
     n: u64,
 ) -> bool {
     let mut cursor = Some(Workshare::join(work, me).expect("a valid participant"));
-    let mut held: Option<Range<u64>> = None;
-    loop {
-        let mut offsets = cursor.as_mut().and_then(Cursor::next);
-        if offsets.as_ref().is_some_and(|r| r.end == n) && held.is_none() {
-            held = offsets.take();
-            offsets = cursor.as_mut().and_then(Cursor::next);
-        }
-        match offsets.or_else(|| held.take()) {
-            Some(chunk) => chunks.push(me, chunk),
-            None => break,
-        }
+    while let Some(chunk) = cursor.as_mut().and_then(Cursor::next_final_last) {
+        chunks.push(me, chunk);
     }
     let summary = cursor.take().expect("left once, here").leave();
     if let Some(summary) = &summary {
