@@ -19,47 +19,9 @@
 //! about 90,000 (three of `af` over 6); all of them take about 20 s of CPU
 //! (release build).
 
-use super::{record, LoopId, LoopSummary, Schedule, Workshare};
-use crate::sync::{thread, Arc, UnsafeCell};
-
-/// One cell per participant: the chunks its body ran, in order.
-struct Chunks(Vec<UnsafeCell<Vec<(u64, u64)>>>);
-
-// SAFETY: participant `i`'s body alone writes cell `i` (a `Workshare`
-// calls the body with the participant's own index, on its own thread);
-// the others are read by the recorder after the countdown, and by the
-// model after the join. Whether those really order the accesses is what
-// loom checks: it fails the model on a race.
-unsafe impl Sync for Chunks {}
-
-impl Chunks {
-    /// Cells for `threads` participants, leaked: a `Workshare`'s body is a
-    /// reference, and loom's threads take only `'static` closures (a few
-    /// bytes per execution).
-    fn leak(threads: usize) -> &'static Chunks {
-        Box::leak(Box::new(Chunks(
-            (0..threads).map(|_| UnsafeCell::new(Vec::new())).collect(),
-        )))
-    }
-
-    /// The body of an instance that records its chunks here.
-    fn body(&'static self) -> &'static (dyn Fn(usize, u64, u64) + Sync) {
-        Box::leak(Box::new(move |me: usize, from: u64, to: u64| {
-            // SAFETY: participant `me`'s own cell (see `Chunks`).
-            self.0[me].with_mut(|cell| unsafe { (*cell).push((from, to)) });
-        }))
-    }
-
-    /// Participant `me`'s chunks.
-    fn of(&self, me: usize) -> Vec<(u64, u64)> {
-        // SAFETY: only after `me` left (see `Chunks`); loom checks it.
-        self.0[me].with(|cell| unsafe { (*cell).clone() })
-    }
-
-    fn all(&self) -> Vec<Vec<(u64, u64)>> {
-        (0..self.0.len()).map(|me| self.of(me)).collect()
-    }
-}
+use super::loom_support::{check_cover, check_record as check_cells, Chunks};
+use super::{LoopId, LoopSummary, Schedule, Workshare};
+use crate::sync::{thread, Arc};
 
 /// A recorded instance of loop `id` under `spec` over `0..n` for `threads`
 /// participants, with its chunk cells.
@@ -79,27 +41,11 @@ fn instance(
 /// and the loop's record agree with every participant's cell, and the
 /// record counts `instances` instances.
 fn check_record(id: &'static str, summary: &LoopSummary, chunks: &Chunks, n: u64, instances: u64) {
-    let all = chunks.all();
-    let counts: Vec<u64> = all.iter().map(|c| c.len() as u64).collect();
-    let iterations: Vec<u64> = all
-        .iter()
-        .map(|c| c.iter().map(|(from, to)| to - from).sum())
-        .collect();
     assert_eq!(summary.iterations, n);
-    assert_eq!(summary.threads, all.len());
-    assert_eq!(
-        summary.chunks,
-        counts.iter().sum::<u64>(),
-        "summary's chunks"
-    );
-    let rec = record(LoopId::named(id)).expect("a recorded instance keeps a record");
-    assert_eq!(rec.instances, instances, "one record per instance");
-    assert_eq!(
-        rec.last.chunks, counts,
-        "the record sees every participant's chunks"
-    );
-    assert_eq!(rec.last.thread_iterations, iterations);
-    assert_eq!(rec.last.iterations, n);
+    assert_eq!(summary.threads, chunks.participants());
+    let pulled: u64 = chunks.all().iter().map(|c| c.len() as u64).sum();
+    assert_eq!(summary.chunks, pulled, "summary's chunks");
+    check_cells(id, chunks, n, instances);
 }
 
 /// Participant `me`'s call: the summary when it was the last to leave, in
@@ -122,15 +68,7 @@ fn participate(
 /// After the join: every iteration of `0..n` in exactly one chunk of one
 /// participant, one preparation, one recorder among `recorders`.
 fn check_instance(work: &Workshare<'_>, chunks: &Chunks, n: u64, recorders: &[bool]) {
-    let mut ran: Vec<(u64, u64)> = chunks.all().into_iter().flatten().collect();
-    ran.sort_unstable();
-    let mut next = 0;
-    for &(from, to) in &ran {
-        assert!(from < to, "empty chunk {from}..{to}");
-        assert_eq!(from, next, "chunks {ran:?} leave a gap or overlap");
-        next = to;
-    }
-    assert_eq!(next, n, "chunks {ran:?} cover 0..{n}");
+    check_cover(chunks, n);
     assert_eq!(work.preparations(), 1, "exactly one participant prepares");
     assert_eq!(
         recorders.iter().filter(|&&r| r).count(),

@@ -36,6 +36,8 @@ mod foreign;
 mod index;
 mod instance;
 #[cfg(all(loom, test))]
+mod loom_support;
+#[cfg(all(loom, test))]
 mod loom_tests;
 mod parallel;
 mod pooled;

@@ -20,45 +20,10 @@
 //! --lib --release loom`. Every model here explores at that bound; the
 //! eight take about 20 s of CPU together (release build).
 
-use std::ops::Range;
-
 use super::{Cursor, Workshare};
-use crate::loops::{record, LoopId, LoopSummary, Schedule};
-use crate::sync::{thread, Arc, UnsafeCell};
-
-/// One cell per participant: the chunks its cursor handed out, in order.
-struct Chunks(Vec<UnsafeCell<Vec<(u64, u64)>>>);
-
-// SAFETY: participant `i`'s thread alone writes cell `i`, before its
-// cursor leaves; the others are read by the recorder after the countdown,
-// and by the model after the join. Whether those really order the accesses
-// is what loom checks: it fails the model on a race.
-unsafe impl Sync for Chunks {}
-
-impl Chunks {
-    /// Cells for `threads` participants, leaked: loom's threads take only
-    /// `'static` closures (a few bytes per execution).
-    fn leak(threads: usize) -> &'static Chunks {
-        Box::leak(Box::new(Chunks(
-            (0..threads).map(|_| UnsafeCell::new(Vec::new())).collect(),
-        )))
-    }
-
-    fn push(&self, me: usize, chunk: Range<u64>) {
-        // SAFETY: participant `me`'s own cell (see `Chunks`).
-        self.0[me].with_mut(|cell| unsafe { (*cell).push((chunk.start, chunk.end)) });
-    }
-
-    /// Participant `me`'s chunks.
-    fn of(&self, me: usize) -> Vec<(u64, u64)> {
-        // SAFETY: only after `me` left (see `Chunks`); loom checks it.
-        self.0[me].with(|cell| unsafe { (*cell).clone() })
-    }
-
-    fn all(&self) -> Vec<Vec<(u64, u64)>> {
-        (0..self.0.len()).map(|me| self.of(me)).collect()
-    }
-}
+use crate::loops::loom_support::{check_cover, check_record as check_cells, Chunks};
+use crate::loops::{LoopId, LoopSummary, Schedule};
+use crate::sync::{thread, Arc};
 
 /// A recorded, pulled instance of loop `id` under `spec` over `0..n` for
 /// `threads` participants, with its chunk cells.
@@ -76,43 +41,16 @@ fn instance(
 /// The record of loop `id` agrees with every participant's cell and counts
 /// one instance.
 fn check_record(id: &'static str, chunks: &Chunks, n: u64) {
-    let all = chunks.all();
-    let counts: Vec<u64> = all.iter().map(|c| c.len() as u64).collect();
-    let iterations: Vec<u64> = all
-        .iter()
-        .map(|c| c.iter().map(|(from, to)| to - from).sum())
-        .collect();
-    let rec = record(LoopId::named(id)).expect("a recorded instance keeps a record");
-    assert_eq!(rec.instances, 1, "the instance is recorded once");
-    assert_eq!(
-        rec.last.chunks, counts,
-        "the record sees every participant's chunks"
-    );
-    assert_eq!(rec.last.thread_iterations, iterations);
-    assert_eq!(rec.last.iterations, n);
+    check_cells(id, chunks, n, 1);
 }
 
 /// What the participant that got the summary checks at once.
 fn check_summary(id: &'static str, summary: &LoopSummary, chunks: &Chunks, n: u64) {
     assert_eq!(summary.iterations, n);
-    assert_eq!(summary.threads, chunks.0.len());
+    assert_eq!(summary.threads, chunks.participants());
     let pulled: u64 = chunks.all().iter().map(|c| c.len() as u64).sum();
     assert_eq!(summary.chunks, pulled, "summary's chunks");
     check_record(id, chunks, n);
-}
-
-/// After the join: every iteration of `0..n` in exactly one chunk of one
-/// participant.
-fn check_cover(chunks: &Chunks, n: u64) {
-    let mut ran: Vec<(u64, u64)> = chunks.all().into_iter().flatten().collect();
-    ran.sort_unstable();
-    let mut next = 0;
-    for &(from, to) in &ran {
-        assert!(from < to, "empty chunk {from}..{to}");
-        assert_eq!(from, next, "chunks {ran:?} leave a gap or overlap");
-        next = to;
-    }
-    assert_eq!(next, n, "chunks {ran:?} cover 0..{n}");
 }
 
 /// Participant `me` joins (its own reference moves into the cursor), pulls
