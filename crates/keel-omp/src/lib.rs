@@ -30,15 +30,19 @@
 
 #[macro_use]
 mod site;
+mod abi_kmpc;
 mod abi_loop;
 mod abi_parallel;
 mod abi_ull;
 mod bounds;
+mod kmp;
+mod ompt;
 mod real;
 mod settings;
 mod team;
 
 pub use bounds::Bounds;
+pub use kmp::{kmp_schedule, KmpBounds};
 pub use settings::{is_monotonic, omp_schedule_to_keel, omp_set_schedule_to_keel, Kind, Settings};
 
 use std::collections::HashSet;
