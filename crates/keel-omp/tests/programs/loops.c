@@ -352,7 +352,9 @@ static void widths(long n) {
         for (unsigned long long i = top + (unsigned long long)n - 1; i >= top; i -= 1) hit((long)(i - top));
     }
     check("int, unsigned and unsigned long long loops", n, 6);
-    /* lastprivate under every width, on a loop of few iterations */
+    /* lastprivate under every width, on a loop of few iterations (the
+     * unsigned one monotonic: libomp 14's nonmonotonic dynamic schedule,
+     * its static stealing, sometimes loses a lastprivate value itself) */
     int li = -1;
     unsigned lu = 0;
     unsigned long long lull = 0;
@@ -360,7 +362,7 @@ static void widths(long n) {
     {
 #pragma omp for schedule(runtime) lastprivate(li)
         for (int i = 0; i < 37; i += 3) li = i;
-#pragma omp for schedule(dynamic, 2) lastprivate(lu)
+#pragma omp for schedule(monotonic : dynamic, 2) lastprivate(lu)
         for (unsigned i = 3; i < 100; i += 7) lu = i;
 #pragma omp for schedule(runtime) lastprivate(lull)
         for (unsigned long long i = top; i < top + 11; i++) lull = i;
