@@ -307,3 +307,72 @@ fn a_bad_keel_schedule_warns_once_and_libomp_runs_every_loop() {
         );
     }
 }
+
+#[test]
+fn with_cancellation_on_every_clang_loop_stays_libomps() {
+    let test = "with_cancellation_on_every_clang_loop_stays_libomps";
+    let Some(bin) = loops() else {
+        can_run(test, false);
+        return;
+    };
+    can_run(test, true);
+    let env = [("OMP_CANCELLATION", "true"), ("OMP_NUM_THREADS", "3")];
+    let r = report(&run(bin, &QUICK, &env, true));
+    assert!(r.ok, "{}", r.text);
+    assert_eq!(
+        (r.taken, r.forwarded),
+        (0, LOOPS_C_DISPATCHED),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
+fn a_clang_program_that_forks_after_the_runtime_started() {
+    let test = "a_clang_program_that_forks_after_the_runtime_started";
+    let Some(bin) = build("fork.c") else {
+        can_run(test, false);
+        return;
+    };
+    can_run(test, true);
+    for preload in [false, true] {
+        let r = report(&run(&bin, &[], &[("OMP_NUM_THREADS", "3")], preload));
+        assert!(r.ok, "preload={preload}: {}", r.text);
+    }
+}
+
+#[test]
+fn clang_loops_are_named_by_the_return_address_of_their_init() {
+    let test = "clang_loops_are_named_by_the_return_address_of_their_init";
+    let Some(bin) = loops() else {
+        can_run(test, false);
+        return;
+    };
+    can_run(test, true);
+    let trace = scratch().join("libomp-trace.json");
+    let path = trace.to_str().unwrap();
+    let env = [
+        ("KEEL_SCHEDULE", "dynamic,64"),
+        ("OMP_NUM_THREADS", "2"),
+        ("KEEL_TRACE", path),
+    ];
+    let r = report(&run(bin, &["10", "1000"], &env, true));
+    assert!(r.ok, "{}", r.text);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap())
+        .expect("the trace is complete JSON after the program exits");
+    let names: std::collections::BTreeSet<String> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .collect();
+    // Named within the program itself (not libomp, not this library).
+    assert!(
+        names.iter().all(|n| n.starts_with("omp:loops_c+0x")),
+        "{names:?}"
+    );
+    // clang gives the loops of one function one ident_t; the call sites
+    // still tell them apart: the program has dozens.
+    assert!(names.len() > 20, "{names:?}");
+}
