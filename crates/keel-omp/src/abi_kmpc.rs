@@ -70,8 +70,13 @@ fn init(sched: i32, bounds: KmpBounds, site: usize) -> bool {
 
 /// What a `next` call does.
 enum Out {
-    /// Hand out `[lb, ub]`; `last` when it holds the last iteration.
-    Chunk(i128, i128, bool),
+    /// Hand out `[lb, ub]` by `st`; `last` when it holds the last iteration.
+    Chunk {
+        lb: i128,
+        ub: i128,
+        st: i128,
+        last: bool,
+    },
     Done,
     Forward,
 }
@@ -83,7 +88,12 @@ fn next() -> Out {
                 crate::fatal("a chunk of a loop whose bounds this thread does not hold")
             };
             let (lb, ub, last) = map.chunk(s as u64..e as u64);
-            Out::Chunk(lb, ub, last)
+            Out::Chunk {
+                lb,
+                ub,
+                st: map.st,
+                last,
+            }
         }
         Step::Done => Out::Done,
         Step::Forward => Out::Forward,
@@ -131,7 +141,7 @@ macro_rules! dispatch {
             p_st: *mut $s,
         ) -> c_int {
             guard(|| match next() {
-                Out::Chunk(lb, ub, last) => {
+                Out::Chunk { lb, ub, st, last } => {
                     // SAFETY: libomp's contract; null ones are skipped.
                     // The values lie between the loop's own bounds, so
                     // the narrowing casts are exact.
@@ -143,7 +153,6 @@ macro_rules! dispatch {
                             *p_ub = ub as $t;
                         }
                         if !p_st.is_null() {
-                            let st = MAP.with(Cell::get).map_or(1, |m| m.st);
                             *p_st = st as $s;
                         }
                         if !p_last.is_null() {
