@@ -1,7 +1,8 @@
 /* libomp's dispatch entry points called directly, as clang calls them but
  * with bounds clang's normalisation never passes (lb not 0, strides not 1,
  * counting down, 32- and 64-bit, signed and unsigned, at the types'
- * limits): every value handed out exactly once, *p_last on exactly one
+ * limits), each followed by __kmpc_dispatch_deinit where the process has
+ * it: every value handed out exactly once, *p_last on exactly one
  * chunk, the one holding the last value. Prints "all ok" and the
  * interposer's loop counts (taken=-1 without it). Built with
  * clang -fopenmp by keel-omp's tests. */
@@ -35,6 +36,10 @@ int __kmpc_dispatch_next_8u(ident_t *, int32_t, int32_t *, uint64_t *, uint64_t 
 #define DYNAMIC (35 | 1 << 30)
 #define GUIDED (36 | 1 << 30)
 
+/* LLVM 18 and later: called after each loop when the process has it (the
+ * preload always does; an older libomp does not). */
+static void (*deinit)(ident_t *, int32_t);
+
 static int failures;
 static int count[4096];
 static int lasts;
@@ -67,6 +72,7 @@ static int lasts;
                     if (k1 != (N) - 1) bad++;                                             \
                 }                                                                         \
             }                                                                             \
+            if (deinit) deinit(&loc, g);                                                  \
             __kmpc_barrier(&loc, g);                                                      \
         }                                                                                 \
         for (int k = 0; k < (N); k++)                                                     \
@@ -83,6 +89,7 @@ static int lasts;
     } while (0)
 
 int main(void) {
+    deinit = (void (*)(ident_t *, int32_t))dlsym(RTLD_DEFAULT, "__kmpc_dispatch_deinit");
     int scheds[] = {RUNTIME, DYNAMIC, GUIDED, 37, 35 | 1 << 29};
     for (int s = 0; s < 5; s++) {
         int k = scheds[s];
