@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes `g++ -fopenmp` and `gfortran -fopenmp` work, for keel-omp's tests
-# (gcc itself: crates/keel-bench/install-libgomp.sh, run first).
+# Makes `g++ -fopenmp`, `gfortran -fopenmp` and `clang -fopenmp` (LLVM's
+# libomp) work, for keel-omp's tests (gcc itself:
+# crates/keel-bench/install-libgomp.sh, run first).
 #
 # Compiles a tiny OpenMP program with each; installs only what fails, with
 # apt as root. Not root, it installs nothing and says which tests will
@@ -32,11 +33,20 @@ works() {
     case "$1" in
         g++) g++ -fopenmp -x c++ "$dir/probe.c" -o "$dir/p" >/dev/null 2>&1 && "$dir/p" ;;
         gfortran) gfortran -fopenmp "$dir/probe.f90" -o "$dir/p" >/dev/null 2>&1 && "$dir/p" ;;
+        clang) clang -fopenmp "$dir/probe.c" -o "$dir/p" >/dev/null 2>&1 && "$dir/p" ;;
+    esac
+}
+
+# The apt packages that make a tool work.
+packages() {
+    case "$1" in
+        clang) echo clang libomp-dev ;;
+        *) echo "$1" ;;
     esac
 }
 
 missing=()
-for tool in g++ gfortran; do
+for tool in g++ gfortran clang; do
     if works "$tool"; then
         echo "install-openmp-compilers: $tool -fopenmp works already"
     else
@@ -51,7 +61,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq "${missing[@]}"
+# shellcheck disable=SC2046 # one word per package
+apt-get install -y -qq $(for tool in "${missing[@]}"; do packages "$tool"; done)
 for tool in "${missing[@]}"; do
     if works "$tool"; then
         echo "install-openmp-compilers: installed $tool; $tool -fopenmp works"

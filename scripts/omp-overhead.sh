@@ -5,6 +5,8 @@
 # time per loop on two threads in interleaved rounds (libgomp alone, Keel
 # `static`, Keel `auto`), with the median of the per-round ratios.
 # Usage: scripts/omp-overhead.sh [loops] [rounds]   (from the repository root)
+# CC=clang measures a clang-built program under LLVM's libomp instead
+# (the rows named "libgomp" are then libomp's own).
 set -euo pipefail
 LOOPS=${1:-20000}
 ROUNDS=${2:-7}
@@ -12,7 +14,7 @@ cargo build -q --release -p keel-omp
 LIB=$(cargo metadata --format-version 1 --no-deps | sed 's/.*"target_directory":"\([^"]*\)".*/\1/')/release/libkeel_omp.so
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-gcc -fopenmp -O2 crates/keel-omp/tests/programs/short.c -o "$dir/short"
+"${CC:-gcc}" -fopenmp -O2 crates/keel-omp/tests/programs/short.c -o "$dir/short"
 
 echo "== instructions per loop, one thread (callgrind)"
 for mode in libgomp static auto; do

@@ -1,5 +1,5 @@
-//! `keel omp run`: runs a program compiled with GCC's or gfortran's
-//! `-fopenmp` with `libkeel_omp.so` preloaded, so that its
+//! `keel omp run`: runs a program compiled with GCC's, gfortran's or
+//! clang's `-fopenmp` with `libkeel_omp.so` preloaded, so that its
 //! `schedule(runtime)` loops (and, with `--take`, its `dynamic` and
 //! `guided` loops) run under Keel's schedules (docs/openmp-interposer.md).
 
@@ -22,7 +22,7 @@ pub struct OmpArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum OmpCommand {
-    /// Run an OpenMP program (GCC / gfortran, libgomp) with its loops
+    /// Run an OpenMP program (GCC / gfortran / clang: libgomp or libomp) with its loops
     /// dispatched by Keel: `keel omp run [--schedule S] -- ./app args`.
     /// The program's exit status is keel's.
     Run(RunArgs),

@@ -5,8 +5,10 @@
 //! loops — to Keel's schedules (`KEEL_SCHEDULE`: `auto`, any portfolio
 //! schedule, ...). libgomp keeps the threads, barriers, tasks and every
 //! other construct; a loop Keel does not take runs exactly as without
-//! this library. What is taken, what is forwarded and why:
-//! `docs/openmp-interposer.md`.
+//! this library. Programs built by clang or icx (LLVM's libomp) are
+//! served alike through libomp's `__kmpc_dispatch_*` entry points, with
+//! team boundaries from OMPT (`ompt_start_tool`). What is taken, what is
+//! forwarded and why: `docs/openmp-interposer.md`.
 //!
 //! The library defines libgomp's loop entry points (`GOMP_loop_*_start`,
 //! `*_next`, `GOMP_loop_end*`, the combined `GOMP_parallel_loop_*`) and
@@ -16,8 +18,8 @@
 //! since a loop half run cannot be handed back.
 //!
 //! The pure parts are public for tests and tools: [`Bounds`] (libgomp's
-//! iteration space) and [`Settings`] (which loops Keel takes, under which
-//! schedule).
+//! iteration space), [`KmpBounds`] and [`kmp_schedule`] (libomp's) and
+//! [`Settings`] (which loops Keel takes, under which schedule).
 //!
 //! ```
 //! use keel_omp::{Bounds, Kind, Settings};
@@ -30,15 +32,19 @@
 
 #[macro_use]
 mod site;
+mod abi_kmpc;
 mod abi_loop;
 mod abi_parallel;
 mod abi_ull;
 mod bounds;
+mod kmp;
+mod ompt;
 mod real;
 mod settings;
 mod team;
 
 pub use bounds::Bounds;
+pub use kmp::{kmp_schedule, KmpBounds};
 pub use settings::{is_monotonic, omp_schedule_to_keel, omp_set_schedule_to_keel, Kind, Settings};
 
 use std::collections::HashSet;

@@ -39,8 +39,8 @@ macro_rules! real {
                     // SAFETY: the literal ends in NUL and has no other.
                     unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
                 );
-                // SAFETY: libgomp defines `$name` with this signature (its
-                // `libgomp_g.h`); the address is not null.
+                // SAFETY: libgomp (or, for `__kmpc_*`, LLVM's libomp) defines
+                // `$name` with this signature; the address is not null.
                 unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($arg),*) $(-> $ret)?>(address) }
             }
         )*
@@ -107,4 +107,13 @@ real! {
     GOMP_loop_ull_guided_next: fn(*mut Ull, *mut Ull) -> bool;
     GOMP_loop_ull_nonmonotonic_dynamic_next: fn(*mut Ull, *mut Ull) -> bool;
     GOMP_loop_ull_nonmonotonic_guided_next: fn(*mut Ull, *mut Ull) -> bool;
+
+    __kmpc_dispatch_init_4: fn(*mut c_void, i32, i32, i32, i32, i32, i32);
+    __kmpc_dispatch_init_4u: fn(*mut c_void, i32, i32, u32, u32, i32, i32);
+    __kmpc_dispatch_init_8: fn(*mut c_void, i32, i32, i64, i64, i64, i64);
+    __kmpc_dispatch_init_8u: fn(*mut c_void, i32, i32, u64, u64, i64, i64);
+    __kmpc_dispatch_next_4: fn(*mut c_void, i32, *mut i32, *mut i32, *mut i32, *mut i32) -> c_int;
+    __kmpc_dispatch_next_4u: fn(*mut c_void, i32, *mut i32, *mut u32, *mut u32, *mut i32) -> c_int;
+    __kmpc_dispatch_next_8: fn(*mut c_void, i32, *mut i32, *mut i64, *mut i64, *mut i64) -> c_int;
+    __kmpc_dispatch_next_8u: fn(*mut c_void, i32, *mut i32, *mut u64, *mut u64, *mut i64) -> c_int;
 }

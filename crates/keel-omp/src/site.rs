@@ -1,5 +1,6 @@
-//! The call site of a `*_start` entry point: its return address, which
-//! names the loop (libgomp passes no loop identity).
+//! The call site of a `*_start` (or `__kmpc_dispatch_init_*`) entry point:
+//! its return address, which names the loop (libgomp passes no loop
+//! identity, and clang without `-g` gives every loop one location).
 //!
 //! Rust has no stable way to read a function's own return address, and a
 //! C shim's definitions would not be exported from a Rust `cdylib` (its
@@ -7,22 +8,22 @@
 //! a naked function of three instructions: copy the return address (on
 //! the stack on x86-64, in the link register on AArch64) into the first
 //! floating-point argument register, then jump to the Rust definition,
-//! which takes the address as a trailing `f64` argument. No libgomp entry
-//! point takes a floating-point argument, so that register is free, and a
-//! jump leaves the caller's stack arguments where the definition expects
-//! them.
+//! which takes the address as a trailing `f64` argument. No libgomp or
+//! libomp entry point wrapped so takes a floating-point argument, so that
+//! register is free, and a jump leaves the caller's stack arguments where
+//! the definition expects them.
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("keel-omp reads call sites on x86-64 and AArch64 only");
 
-/// `with_site!(NAME => IMPL(args) -> ret)`: exports `NAME` with libgomp's
-/// signature, forwarding to `IMPL(args, site: f64)`.
+/// `with_site!(NAME => IMPL(args) -> ret)`: exports `NAME` with the
+/// runtime's signature, forwarding to `IMPL(args, site: f64)`.
 macro_rules! with_site {
     ($name:ident => $imp:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty) => {
-        #[doc = concat!("libgomp's `", stringify!($name), "`, with the caller's return address passed on.")]
+        #[doc = concat!("The OpenMP runtime's `", stringify!($name), "`, with the caller's return address passed on.")]
         ///
         /// # Safety
-        /// libgomp's contract for this entry point.
+        /// The runtime's (libgomp's or libomp's) contract for this entry point.
         #[unsafe(naked)]
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {

@@ -429,6 +429,33 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
     });
 }
 
+/// A thread's state set aside while it runs an implicit task of a team
+/// whose boundaries OMPT reports (libomp, whose `__kmpc_fork_call` cannot
+/// be wrapped): what [`enter_team`] returns and [`leave_team`] restores.
+pub(crate) struct Saved(ThreadState);
+
+/// Makes this thread member `me` of `threads` in `team` at the current
+/// nesting level, as the trampoline does for a wrapped region.
+pub(crate) fn enter_team(team: Arc<Team>, me: usize, threads: usize) -> Option<Saved> {
+    let fresh = ThreadState {
+        member: Some(Member {
+            team,
+            me,
+            threads: threads.max(1),
+            level: level(),
+            seq: 0,
+        }),
+        current: Current::Libgomp,
+    };
+    with_state(|st| Saved(std::mem::replace(st, fresh)))
+}
+
+/// Ends the implicit task [`enter_team`] began; a loop never ended leaves.
+pub(crate) fn leave_team(saved: Saved) {
+    let inner = with_state(|st| std::mem::replace(st, saved.0));
+    drop(inner);
+}
+
 fn start_in_libgomp(preset: &Preset) -> Option<(i64, i64)> {
     let Bounds::Long { start, end, incr } = preset.call.bounds else {
         return None;

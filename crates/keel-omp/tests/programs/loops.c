@@ -2,7 +2,9 @@
  * exactly-once execution with per-iteration counters. Prints one line per
  * failed check and, at the end, "all ok" and the interposer's loop counts
  * (taken=-1 without the preload). Exit status 1 when a check failed.
- * Built by keel-omp's tests with gcc -fopenmp (also as C++). */
+ * Built by keel-omp's tests with gcc -fopenmp (also as C++), and with
+ * clang -fopenmp -DKEEL_LIBOMP, which leaves out the parts that call
+ * libgomp's entry points directly. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -219,6 +221,7 @@ static void many_short_loops(int loops) {
     if (total != 8L * loops) { printf("FAIL %d short loops: %ld\n", loops, total); failures++; }
 }
 
+#ifndef KEEL_LIBOMP
 /* GCC before 4.9 started regions with GOMP_parallel_start and ran the body
  * on the encountering thread too; such a region inside a loop Keel runs
  * must leave that loop alone. */
@@ -301,6 +304,8 @@ static void direct_loop_start(long n) {
     check("GOMP_loop_start and GOMP_loop_ull_start, every sched", n, 2 * kinds);
 }
 
+#endif
+
 static void more_kinds(long n) {
     reset(n);
     unsigned long long un = (unsigned long long)n;
@@ -322,6 +327,51 @@ static void more_kinds(long n) {
     check("ull dynamic and guided, a cancellable loop", n, 4);
 }
 
+/* 32-bit signed and unsigned iteration variables (libomp's _4 and _4u
+ * entry points), unsigned 64-bit ones near 2^64 under every kind. */
+static void widths(long n) {
+    reset(n);
+    int in = (int)n;
+    unsigned un = (unsigned)n;
+    unsigned long long top = 18446744073709551615ULL - (unsigned long long)n;
+#pragma omp parallel
+    {
+#pragma omp for schedule(runtime)
+        for (int i = 0; i < in; i++) hit(i);
+#pragma omp for schedule(runtime) nowait
+        for (int i = in - 1; i >= 0; i -= 2) hit(i);
+#pragma omp for schedule(runtime)
+        for (int i = in - 2; i >= 0; i -= 2) hit(i);
+#pragma omp for schedule(dynamic, 5)
+        for (unsigned i = 0; i < un; i++) hit((long)i);
+#pragma omp for schedule(guided)
+        for (unsigned i = 1; i <= un; i++) hit((long)(i - 1));
+#pragma omp for schedule(runtime)
+        for (unsigned long long i = top; i < top + (unsigned long long)n; i++) hit((long)(i - top));
+#pragma omp for schedule(nonmonotonic : dynamic, 3)
+        for (unsigned long long i = top + (unsigned long long)n - 1; i >= top; i -= 1) hit((long)(i - top));
+    }
+    check("int, unsigned and unsigned long long loops", n, 6);
+    /* lastprivate under every width, on a loop of few iterations (the
+     * unsigned one monotonic: libomp 14's nonmonotonic dynamic schedule,
+     * its static stealing, sometimes loses a lastprivate value itself) */
+    int li = -1;
+    unsigned lu = 0;
+    unsigned long long lull = 0;
+#pragma omp parallel
+    {
+#pragma omp for schedule(runtime) lastprivate(li)
+        for (int i = 0; i < 37; i += 3) li = i;
+#pragma omp for schedule(monotonic : dynamic, 2) lastprivate(lu)
+        for (unsigned i = 3; i < 100; i += 7) lu = i;
+#pragma omp for schedule(runtime) lastprivate(lull)
+        for (unsigned long long i = top; i < top + 11; i++) lull = i;
+    }
+    if (li != 36) { printf("FAIL lastprivate int: %d\n", li); failures++; }
+    if (lu != 94) { printf("FAIL lastprivate unsigned: %u\n", lu); failures++; }
+    if (lull != top + 10) { printf("FAIL lastprivate unsigned long long\n"); failures++; }
+}
+
 int main(int argc, char **argv) {
     int short_loops = argc > 1 ? atoi(argv[1]) : 100000;
     runtime_bounds(N);
@@ -333,8 +383,11 @@ int main(int argc, char **argv) {
     nested(N);
     set_schedule(N);
     shapes();
+#ifndef KEEL_LIBOMP
     legacy_regions();
     direct_loop_start(N);
+#endif
+    widths(N);
     more_kinds(N);
     many_short_loops(short_loops);
     unsigned long long taken = (unsigned long long)-1, forwarded = 0;
