@@ -8,10 +8,10 @@
 //! the `k`-th of every thread of the team (OpenMP requires every thread to
 //! meet the same work-sharing constructs in the same order), so the count
 //! matches the threads of one loop even when `nowait` lets a fast thread
-//! run several loops ahead: the team's ring holds one entry per loop some
-//! thread has reached and not every thread has, with the decision the
-//! first to arrive made; the last to arrive removes it. A thread more than
-//! [`RING`] loops ahead waits for the slowest.
+//! run several loops ahead: the team's ring (`ring.rs`, no lock) holds one
+//! slot per loop some thread has reached and not every thread has passed,
+//! with the decision the first to arrive made; the last to pass frees the
+//! slot. A thread [`RING`] loops ahead of the slowest waits for it.
 //!
 //! A thread that is not in a wrapped team (a team libgomp built through an
 //! entry point this library does not wrap), or whose level is not its
@@ -21,6 +21,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::ring::Ring;
 
 use keel::loops::{Cursor, LoopId, Workshare};
 
@@ -34,14 +36,7 @@ pub(crate) const RING: usize = 16;
 
 /// One team of a wrapped parallel region.
 pub(crate) struct Team {
-    ring: Mutex<Vec<Entry>>,
-}
-
-/// A loop some thread of the team reached and not all did.
-struct Entry {
-    seq: u64,
-    decision: Decision,
-    arrived: usize,
+    ring: Ring<Decision>,
 }
 
 #[derive(Clone)]
@@ -53,7 +48,7 @@ enum Decision {
 impl Team {
     pub(crate) fn new() -> Self {
         Team {
-            ring: Mutex::new(Vec::with_capacity(RING)),
+            ring: Ring::new(RING),
         }
     }
 
@@ -69,34 +64,12 @@ impl Team {
         if threads <= 1 {
             return count(decide(call, threads.max(1), me));
         }
-        loop {
-            {
-                let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(i) = ring.iter().position(|e| e.seq == seq) {
-                    let entry = &mut ring[i];
-                    entry.arrived += 1;
-                    let decision = entry.decision.clone();
-                    if entry.arrived == threads {
-                        ring.swap_remove(i);
-                    }
-                    return (decision, None);
-                }
-                if ring.len() < RING {
-                    // Deciding under the lock: the others would wait for
-                    // this decision anyway.
-                    let (decision, mine) = count(decide(call, threads, me));
-                    ring.push(Entry {
-                        seq,
-                        decision: decision.clone(),
-                        arrived: 1,
-                    });
-                    return (decision, mine);
-                }
-            }
-            // Every entry is a loop this thread has passed and some other
-            // has not reached; those threads wait on nothing of ours.
-            std::thread::yield_now();
-        }
+        // The others wait for the first arrival's decision anyway: it is
+        // made before it is published.
+        let (decision, mine) = self
+            .ring
+            .arrive(seq, threads, || count(decide(call, threads, me)));
+        (decision, mine.flatten())
     }
 }
 
