@@ -19,7 +19,7 @@
 //! costs two read-modify-writes on one line shared by every loop of the
 //! team, and a sleep when it is contended.
 
-use crate::sync::{hint, thread, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{thread, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 
 /// What a slot's word says about its loop (the low two bits).
 const FREE: u64 = 0;
@@ -126,12 +126,7 @@ impl<D: Clone> Ring<D> {
             }
             if now != free {
                 // Deciding, or the slot still holds loop `seq - len`.
-                if spins < SPINS {
-                    spins += 1;
-                    hint::spin_loop();
-                } else {
-                    thread::yield_now();
-                }
+                wait(&mut spins);
             }
         };
         // AcqRel: the last to pass sees every other's read of the cell
@@ -146,6 +141,25 @@ impl<D: Clone> Ring<D> {
         }
         (decision, mine)
     }
+}
+
+/// One wait for another thread of the team: spin a little, then yield.
+#[cfg(not(loom))]
+#[inline]
+fn wait(spins: &mut u32) {
+    if *spins < SPINS {
+        *spins += 1;
+        std::hint::spin_loop();
+    } else {
+        thread::yield_now();
+    }
+}
+
+/// Under loom every wait yields: loom then runs another thread instead of
+/// exploring the spins.
+#[cfg(loom)]
+fn wait(_spins: &mut u32) {
+    thread::yield_now();
 }
 
 #[cfg(all(test, loom))]
