@@ -52,7 +52,11 @@ fn many_nowait_loops_on_more_threads_than_cpus_run_every_iteration_once() {
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let threads = (2 * cpus + 1).clamp(5, 33).to_string();
     let loops = 20_000;
-    for (schedule, wait) in [("dynamic", "passive"), ("static", "active"), ("auto", "passive")] {
+    for (schedule, wait) in [
+        ("dynamic", "passive"),
+        ("static", "active"),
+        ("auto", "passive"),
+    ] {
         let out = Command::new(&bin)
             .arg(loops.to_string())
             .env_remove("OMP_SCHEDULE")
@@ -72,7 +76,13 @@ fn many_nowait_loops_on_more_threads_than_cpus_run_every_iteration_once() {
         );
         let taken: i64 = stdout
             .lines()
-            .find_map(|l| l.strip_prefix("taken=")?.split_whitespace().next()?.parse().ok())
+            .find_map(|l| {
+                l.strip_prefix("taken=")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
             .unwrap_or(-1);
         assert_eq!(taken, loops, "{schedule} on {threads} threads: {stdout}");
     }

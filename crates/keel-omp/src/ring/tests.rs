@@ -63,7 +63,10 @@ fn one_decision_per_loop_seen_by_every_thread() {
     for (threads, slots) in [(2, 1), (3, 2), (8, 16), (16, 4)] {
         let loops = 2000;
         let (decided, seen) = run(threads, loops, slots);
-        assert!(decided.iter().all(|&d| d == 1), "{threads} threads, {slots} slots");
+        assert!(
+            decided.iter().all(|&d| d == 1),
+            "{threads} threads, {slots} slots"
+        );
         for seq in 0..loops as usize {
             let first = seen[0][seq];
             assert_eq!(first / 1000, seq as u64);
