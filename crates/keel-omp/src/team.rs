@@ -141,6 +141,36 @@ struct Site {
     spare: Option<Arc<Workshare<'static>>>,
 }
 
+/// The call sites' table hashes code addresses with one multiplication:
+/// the deciding thread looks its site up while the others wait for the
+/// decision, and the addresses are the program's own (no one chooses them
+/// to collide), so SipHash's resistance buys nothing here.
+type SiteHash = std::hash::BuildHasherDefault<AddressHasher>;
+
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_usize(&mut self, address: usize) {
+        self.write_u64(address as u64);
+    }
+    fn write_u64(&mut self, word: u64) {
+        // Fibonacci hashing: the high bits, which hashbrown's control
+        // bytes read, depend on every bit of the address.
+        self.0 = (self.0 ^ word)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(32);
+    }
+}
+
 /// A workshare for an instance of the loop at `site`.
 fn workshare(
     site: usize,
@@ -148,8 +178,8 @@ fn workshare(
     n: u64,
     threads: usize,
 ) -> Arc<Workshare<'static>> {
-    static SITES: OnceLock<Mutex<HashMap<usize, Site>>> = OnceLock::new();
-    let sites = SITES.get_or_init(|| Mutex::new(HashMap::new()));
+    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
+    let sites = SITES.get_or_init(|| Mutex::new(HashMap::default()));
     let mut sites = sites.lock().unwrap_or_else(|e| e.into_inner());
     let entry = sites.entry(site).or_insert_with(|| Site {
         id: LoopId::named(site_name(site)),
