@@ -53,27 +53,44 @@ impl Team {
     }
 
     /// Thread `me`'s arrival at the team's loop `seq`: the decision, and
-    /// the first arrival's own cursor when it took the loop.
+    /// the first arrival's own cursor when it took the loop (in `spare`,
+    /// when the thread has one).
     fn arrive(
         &self,
         seq: u64,
         me: usize,
         threads: usize,
         call: &LoopCall,
-    ) -> (Decision, Option<Box<Cursor>>) {
+        spare: &mut Option<CursorBox>,
+    ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            return count(decide(call, threads.max(1), me));
+            return count(decide(call, threads.max(1), me, spare));
         }
         // The others wait for the first arrival's decision anyway: it is
         // made before it is published.
         let (decision, mine) = self
             .ring
-            .arrive(seq, threads, || count(decide(call, threads, me)));
+            .arrive(seq, threads, || count(decide(call, threads, me, spare)));
         (decision, mine.flatten())
     }
 }
 
-fn count(decided: (Decision, Option<Box<Cursor>>)) -> (Decision, Option<Box<Cursor>>) {
+/// A thread's cursor, in a box the thread keeps from loop to loop (the
+/// cursor moves as a pointer, and a loop allocates nothing for it).
+type CursorBox = Box<Option<Cursor>>;
+
+/// `cursor` in the thread's spare box, or in a new one.
+fn boxed(spare: &mut Option<CursorBox>, cursor: Cursor) -> CursorBox {
+    match spare.take() {
+        Some(mut held) => {
+            *held = Some(cursor);
+            held
+        }
+        None => Box::new(Some(cursor)),
+    }
+}
+
+fn count(decided: (Decision, Option<CursorBox>)) -> (Decision, Option<CursorBox>) {
     let counter = match decided.0 {
         Decision::Take(_) => &TAKEN,
         Decision::Forward => &FORWARDED,
@@ -96,7 +113,12 @@ pub(crate) struct LoopCall {
 /// The first arrival's decision: take the loop under the process-wide
 /// schedule (and join it, so that a schedule that cannot plan it turns
 /// into forwarding before anyone else sees the decision), or forward it.
-fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<Cursor>>) {
+fn decide(
+    call: &LoopCall,
+    threads: usize,
+    me: usize,
+    spare: &mut Option<CursorBox>,
+) -> (Decision, Option<CursorBox>) {
     if cancellation() {
         return (Decision::Forward, None);
     }
@@ -114,7 +136,7 @@ fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<C
     let work = workshare(call.site, &schedule, n, threads);
     match Arc::clone(&work).join(me) {
         // Boxed once here: the cursor then moves as a pointer.
-        Ok(cursor) => (Decision::Take(work), Some(Box::new(cursor))),
+        Ok(cursor) => (Decision::Take(work), Some(boxed(spare, cursor))),
         Err(err) => {
             warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
             (Decision::Forward, None)
@@ -245,20 +267,19 @@ pub(crate) enum Current {
     /// chunk. Chunks come from `Cursor::next_final_last`: GCC's
     /// `lastprivate` copies out on the thread whose *last* chunk ends at
     /// the loop's end.
-    Taken {
-        cursor: Option<Box<Cursor>>,
-        bounds: Bounds,
-    },
+    Taken { cursor: CursorBox, bounds: Bounds },
 }
 
 pub(crate) struct ThreadState {
     member: Option<Member>,
     current: Current,
+    /// The box of the thread's last cursor, for its next one.
+    spare: Option<CursorBox>,
 }
 
 thread_local! {
     static STATE: RefCell<ThreadState> = const {
-        RefCell::new(ThreadState { member: None, current: Current::Libgomp })
+        RefCell::new(ThreadState { member: None, current: Current::Libgomp, spare: None })
     };
 }
 
@@ -279,33 +300,39 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         let m = st.member.as_mut().filter(|m| m.level == here)?;
         let seq = m.seq;
         m.seq += 1;
-        Some((Arc::clone(&m.team), m.me, m.threads, seq))
+        Some((Arc::clone(&m.team), m.me, m.threads, seq, st.spare.take()))
     })
     .flatten();
-    let Some((team, me, threads, seq)) = joined else {
+    let Some((team, me, threads, seq, mut spare)) = joined else {
         with_state(|st| st.current = Current::Libgomp);
         return false;
     };
-    let (decision, mine) = team.arrive(seq, me, threads, call);
+    let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
     let current = match decision {
         Decision::Forward => Current::Libgomp,
         Decision::Take(work) => {
             let cursor = match mine {
                 Some(cursor) => cursor,
-                None => work.join(me).map(Box::new).unwrap_or_else(|err| {
-                    crate::fatal(&format!(
+                None => match work.join(me) {
+                    Ok(cursor) => boxed(&mut spare, cursor),
+                    Err(err) => crate::fatal(&format!(
                         "thread {me} of {threads} cannot join a loop its team took: {err}"
-                    ))
-                }),
+                    )),
+                },
             };
             Current::Taken {
-                cursor: Some(cursor),
+                cursor,
                 bounds: call.bounds,
             }
         }
     };
     let taken = matches!(current, Current::Taken { .. });
-    with_state(|st| st.current = current);
+    with_state(|st| {
+        st.current = current;
+        if st.spare.is_none() {
+            st.spare = spare;
+        }
+    });
     taken
 }
 
@@ -323,7 +350,7 @@ pub(crate) fn next() -> Step {
     let mut finished = None;
     let step = with_state(|st| match &mut st.current {
         Current::Taken { cursor, bounds } => {
-            match cursor.as_mut().and_then(|c| c.next_final_last()) {
+            match (**cursor).as_mut().and_then(|c| c.next_final_last()) {
                 Some(offsets) => {
                     let (s, e) = bounds.chunk(offsets);
                     Step::Chunk(s, e)
@@ -355,9 +382,11 @@ pub(crate) fn next() -> Step {
 pub(crate) fn end() -> bool {
     let was = with_state(|st| std::mem::replace(&mut st.current, Current::Libgomp));
     match was {
-        // Dropping a cursor not yet at its end leaves the loop early.
-        Some(Current::Taken { cursor, .. }) => {
-            drop(cursor);
+        // Dropping a cursor not yet at its end leaves the loop early;
+        // the box is kept for the thread's next loop.
+        Some(Current::Taken { mut cursor, .. }) => {
+            *cursor = None;
+            with_state(|st| st.spare = Some(cursor));
             true
         }
         _ => false,
@@ -409,6 +438,7 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
         let fresh = ThreadState {
             member: Some(member),
             current: Current::Libgomp,
+            spare: None,
         };
         let saved = with_state(|st| std::mem::replace(st, fresh));
         if let Some(preset) = &region.preset {
@@ -424,6 +454,7 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
                 saved.unwrap_or(ThreadState {
                     member: None,
                     current: Current::Libgomp,
+                    spare: None,
                 }),
             )
         });
@@ -474,6 +505,7 @@ pub(crate) fn legacy_region_start() {
     let fresh = ThreadState {
         member: None,
         current: Current::Libgomp,
+        spare: None,
     };
     if let Some(saved) = with_state(|st| std::mem::replace(st, fresh)) {
         let _ = LEGACY.try_with(|l| l.borrow_mut().push(Legacy { saved, level }));
