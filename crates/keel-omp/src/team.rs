@@ -267,7 +267,10 @@ pub(crate) enum Current {
     /// chunk. Chunks come from `Cursor::next_final_last`: GCC's
     /// `lastprivate` copies out on the thread whose *last* chunk ends at
     /// the loop's end.
-    Taken { cursor: CursorBox, bounds: Bounds },
+    Taken {
+        cursor: Option<CursorBox>,
+        bounds: Bounds,
+    },
 }
 
 pub(crate) struct ThreadState {
@@ -321,7 +324,7 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
                 },
             };
             Current::Taken {
-                cursor,
+                cursor: Some(cursor),
                 bounds: call.bounds,
             }
         }
@@ -350,7 +353,11 @@ pub(crate) fn next() -> Step {
     let mut finished = None;
     let step = with_state(|st| match &mut st.current {
         Current::Taken { cursor, bounds } => {
-            match (**cursor).as_mut().and_then(|c| c.next_final_last()) {
+            match cursor
+                .as_mut()
+                .and_then(|held| (**held).as_mut())
+                .and_then(Cursor::next_final_last)
+            {
                 Some(offsets) => {
                     let (s, e) = bounds.chunk(offsets);
                     Step::Chunk(s, e)
@@ -370,8 +377,11 @@ pub(crate) fn next() -> Step {
     })
     .unwrap_or(Step::Forward);
     // Leaving may record the instance: outside the thread state's borrow.
-    if let Some(cursor) = finished {
-        cursor.leave();
+    // Dropping the cursor in its box leaves as `Cursor::leave` does (its
+    // summary is not wanted) without moving it out.
+    if let Some(mut held) = finished {
+        *held = None;
+        with_state(|st| st.spare = Some(held));
     }
     step
 }
@@ -384,9 +394,11 @@ pub(crate) fn end() -> bool {
     match was {
         // Dropping a cursor not yet at its end leaves the loop early;
         // the box is kept for the thread's next loop.
-        Some(Current::Taken { mut cursor, .. }) => {
-            *cursor = None;
-            with_state(|st| st.spare = Some(cursor));
+        Some(Current::Taken { cursor, .. }) => {
+            if let Some(mut held) = cursor {
+                *held = None;
+                with_state(|st| st.spare = Some(held));
+            }
             true
         }
         _ => false,
