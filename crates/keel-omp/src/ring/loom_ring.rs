@@ -1,9 +1,10 @@
 //! Loom models of the shipped ring (`RUSTFLAGS="--cfg loom" cargo test -p
 //! keel-omp --lib --release loom`): every interleaving of a few threads
 //! arriving at a few loops on a short ring, which covers a slot's reuse
-//! and a thread waiting for the slowest (three threads' waits, each a
-//! loom branch, take minutes: two threads cover every step of the
-//! protocol, the last to pass included). Decisions are loom `Arc`s, so a
+//! and a thread waiting for the slowest. Three threads that all wait take
+//! loom minutes (each wait is a branch), so the three-participant model
+//! has its first arrival decide before the other two race to pass.
+//! Decisions are loom `Arc`s, so a
 //! decision never dropped (or dropped twice) fails the model.
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -50,4 +51,36 @@ fn loom_ring_two_threads_one_slot_two_loops() {
 #[test]
 fn loom_ring_two_threads_two_slots_three_loops() {
     model(2, 3, 2);
+}
+
+/// Three participants of one loop, the first done deciding before the
+/// other two arrive together: the last of three passes empties the slot
+/// (the decision's count is back to the one kept here) and frees it for
+/// the next loop, which the first then decides again.
+#[test]
+fn loom_ring_three_threads_last_pass_frees_the_slot() {
+    loom::model(|| {
+        let ring = Arc::new(Ring::<Arc<u64>>::new(1));
+        let kept = Arc::new(7);
+        let (d, mine) = ring.arrive(0, 3, || (Arc::clone(&kept), ()));
+        assert!(mine.is_some());
+        drop(d);
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let ring = Arc::clone(&ring);
+                loom::thread::spawn(move || {
+                    let (d, mine): (_, Option<()>) = ring.arrive(0, 3, || unreachable!());
+                    assert!(mine.is_none());
+                    *d
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), 7);
+        }
+        assert_eq!(Arc::strong_count(&kept), 1);
+        let (d, mine) = ring.arrive(1, 3, || (Arc::new(8), ()));
+        assert!(mine.is_some());
+        assert_eq!(*d, 8);
+    });
 }
