@@ -4,8 +4,8 @@
 //! and a thread waiting for the slowest. Three threads that all wait take
 //! loom minutes (each wait is a branch), so the three-participant model
 //! has its first arrival decide before the other two race to pass.
-//! Decisions are loom `Arc`s, so a
-//! decision never dropped (or dropped twice) fails the model.
+//! Decisions are loom `Arc`s, so a decision never dropped (or dropped
+//! twice) fails the model.
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
