@@ -30,27 +30,50 @@
 //! assert_eq!(Bounds::Long { start: 0, end: 10, incr: 3 }.iterations(), Some(4));
 //! ```
 
+// Under `--cfg loom` only the team's loop ring and its `sync` facade are
+// built (`cargo test --lib loom`): Keel's loom build changes the `Arc`
+// the rest hands to `Workshare`.
+#[cfg(not(loom))]
 #[macro_use]
 mod site;
+#[cfg(not(loom))]
 mod abi_kmpc;
+#[cfg(not(loom))]
 mod abi_loop;
+#[cfg(not(loom))]
 mod abi_parallel;
+#[cfg(not(loom))]
 mod abi_ull;
+#[cfg(not(loom))]
 mod bounds;
+#[cfg(not(loom))]
 mod kmp;
+#[cfg(not(loom))]
 mod ompt;
+#[cfg(not(loom))]
 mod real;
+mod ring;
+#[cfg(not(loom))]
 mod settings;
+mod sync;
+#[cfg(not(loom))]
 mod team;
 
+#[cfg(not(loom))]
 pub use bounds::Bounds;
+#[cfg(not(loom))]
 pub use kmp::{kmp_schedule, KmpBounds};
+#[cfg(not(loom))]
 pub use settings::{is_monotonic, omp_schedule_to_keel, omp_set_schedule_to_keel, Kind, Settings};
 
+#[cfg(not(loom))]
 use std::collections::HashSet;
+#[cfg(not(loom))]
 use std::panic::{catch_unwind, AssertUnwindSafe};
+#[cfg(not(loom))]
 use std::sync::Mutex;
 
+#[cfg(not(loom))]
 /// Reports an internal error and aborts: what a panic at an entry point
 /// becomes, since neither libgomp nor the program can take it.
 pub(crate) fn fatal(message: &str) -> ! {
@@ -58,6 +81,7 @@ pub(crate) fn fatal(message: &str) -> ! {
     std::process::abort()
 }
 
+#[cfg(not(loom))]
 /// Runs an entry point's Rust side; a panic aborts with its message
 /// instead of unwinding into C.
 pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
@@ -74,6 +98,7 @@ pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+#[cfg(not(loom))]
 /// Prints `message` on stderr the first time it is given in this process.
 pub(crate) fn warn_once(message: &str) {
     static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);

@@ -8,10 +8,10 @@
 //! the `k`-th of every thread of the team (OpenMP requires every thread to
 //! meet the same work-sharing constructs in the same order), so the count
 //! matches the threads of one loop even when `nowait` lets a fast thread
-//! run several loops ahead: the team's ring holds one entry per loop some
-//! thread has reached and not every thread has, with the decision the
-//! first to arrive made; the last to arrive removes it. A thread more than
-//! [`RING`] loops ahead waits for the slowest.
+//! run several loops ahead: the team's ring (`ring.rs`, no lock) holds one
+//! slot per loop some thread has reached and not every thread has passed,
+//! with the decision the first to arrive made; the last to pass frees the
+//! slot. A thread [`RING`] loops ahead of the slowest waits for it.
 //!
 //! A thread that is not in a wrapped team (a team libgomp built through an
 //! entry point this library does not wrap), or whose level is not its
@@ -21,6 +21,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::ring::Ring;
 
 use keel::loops::{Cursor, LoopId, Workshare};
 
@@ -34,14 +36,7 @@ pub(crate) const RING: usize = 16;
 
 /// One team of a wrapped parallel region.
 pub(crate) struct Team {
-    ring: Mutex<Vec<Entry>>,
-}
-
-/// A loop some thread of the team reached and not all did.
-struct Entry {
-    seq: u64,
-    decision: Decision,
-    arrived: usize,
+    ring: Ring<Decision>,
 }
 
 #[derive(Clone)]
@@ -53,54 +48,49 @@ enum Decision {
 impl Team {
     pub(crate) fn new() -> Self {
         Team {
-            ring: Mutex::new(Vec::with_capacity(RING)),
+            ring: Ring::new(RING),
         }
     }
 
     /// Thread `me`'s arrival at the team's loop `seq`: the decision, and
-    /// the first arrival's own cursor when it took the loop.
+    /// the first arrival's own cursor when it took the loop (in `spare`,
+    /// when the thread has one).
     fn arrive(
         &self,
         seq: u64,
         me: usize,
         threads: usize,
         call: &LoopCall,
-    ) -> (Decision, Option<Box<Cursor>>) {
+        spare: &mut Option<CursorBox>,
+    ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            return count(decide(call, threads.max(1), me));
+            return count(decide(call, threads.max(1), me, spare));
         }
-        loop {
-            {
-                let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(i) = ring.iter().position(|e| e.seq == seq) {
-                    let entry = &mut ring[i];
-                    entry.arrived += 1;
-                    let decision = entry.decision.clone();
-                    if entry.arrived == threads {
-                        ring.swap_remove(i);
-                    }
-                    return (decision, None);
-                }
-                if ring.len() < RING {
-                    // Deciding under the lock: the others would wait for
-                    // this decision anyway.
-                    let (decision, mine) = count(decide(call, threads, me));
-                    ring.push(Entry {
-                        seq,
-                        decision: decision.clone(),
-                        arrived: 1,
-                    });
-                    return (decision, mine);
-                }
-            }
-            // Every entry is a loop this thread has passed and some other
-            // has not reached; those threads wait on nothing of ours.
-            std::thread::yield_now();
-        }
+        // The others wait for the first arrival's decision anyway: it is
+        // made before it is published.
+        let (decision, mine) = self
+            .ring
+            .arrive(seq, threads, || count(decide(call, threads, me, spare)));
+        (decision, mine.flatten())
     }
 }
 
-fn count(decided: (Decision, Option<Box<Cursor>>)) -> (Decision, Option<Box<Cursor>>) {
+/// A thread's cursor, in a box the thread keeps from loop to loop (the
+/// cursor moves as a pointer, and a loop allocates nothing for it).
+type CursorBox = Box<Option<Cursor>>;
+
+/// `cursor` in the thread's spare box, or in a new one.
+fn boxed(spare: &mut Option<CursorBox>, cursor: Cursor) -> CursorBox {
+    match spare.take() {
+        Some(mut held) => {
+            *held = Some(cursor);
+            held
+        }
+        None => Box::new(Some(cursor)),
+    }
+}
+
+fn count(decided: (Decision, Option<CursorBox>)) -> (Decision, Option<CursorBox>) {
     let counter = match decided.0 {
         Decision::Take(_) => &TAKEN,
         Decision::Forward => &FORWARDED,
@@ -123,7 +113,12 @@ pub(crate) struct LoopCall {
 /// The first arrival's decision: take the loop under the process-wide
 /// schedule (and join it, so that a schedule that cannot plan it turns
 /// into forwarding before anyone else sees the decision), or forward it.
-fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<Cursor>>) {
+fn decide(
+    call: &LoopCall,
+    threads: usize,
+    me: usize,
+    spare: &mut Option<CursorBox>,
+) -> (Decision, Option<CursorBox>) {
     if cancellation() {
         return (Decision::Forward, None);
     }
@@ -141,7 +136,7 @@ fn decide(call: &LoopCall, threads: usize, me: usize) -> (Decision, Option<Box<C
     let work = workshare(call.site, &schedule, n, threads);
     match Arc::clone(&work).join(me) {
         // Boxed once here: the cursor then moves as a pointer.
-        Ok(cursor) => (Decision::Take(work), Some(Box::new(cursor))),
+        Ok(cursor) => (Decision::Take(work), Some(boxed(spare, cursor))),
         Err(err) => {
             warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
             (Decision::Forward, None)
@@ -168,6 +163,36 @@ struct Site {
     spare: Option<Arc<Workshare<'static>>>,
 }
 
+/// The call sites' table hashes code addresses with one multiplication:
+/// the deciding thread looks its site up while the others wait for the
+/// decision, and the addresses are the program's own (no one chooses them
+/// to collide), so SipHash's resistance buys nothing here.
+type SiteHash = std::hash::BuildHasherDefault<AddressHasher>;
+
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_usize(&mut self, address: usize) {
+        self.write_u64(address as u64);
+    }
+    fn write_u64(&mut self, word: u64) {
+        // Fibonacci hashing: the high bits, which hashbrown's control
+        // bytes read, depend on every bit of the address.
+        self.0 = (self.0 ^ word)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(32);
+    }
+}
+
 /// A workshare for an instance of the loop at `site`.
 fn workshare(
     site: usize,
@@ -175,8 +200,8 @@ fn workshare(
     n: u64,
     threads: usize,
 ) -> Arc<Workshare<'static>> {
-    static SITES: OnceLock<Mutex<HashMap<usize, Site>>> = OnceLock::new();
-    let sites = SITES.get_or_init(|| Mutex::new(HashMap::new()));
+    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
+    let sites = SITES.get_or_init(|| Mutex::new(HashMap::default()));
     let mut sites = sites.lock().unwrap_or_else(|e| e.into_inner());
     let entry = sites.entry(site).or_insert_with(|| Site {
         id: LoopId::named(site_name(site)),
@@ -243,7 +268,7 @@ pub(crate) enum Current {
     /// `lastprivate` copies out on the thread whose *last* chunk ends at
     /// the loop's end.
     Taken {
-        cursor: Option<Box<Cursor>>,
+        cursor: Option<CursorBox>,
         bounds: Bounds,
     },
 }
@@ -251,11 +276,13 @@ pub(crate) enum Current {
 pub(crate) struct ThreadState {
     member: Option<Member>,
     current: Current,
+    /// The box of the thread's last cursor, for its next one.
+    spare: Option<CursorBox>,
 }
 
 thread_local! {
     static STATE: RefCell<ThreadState> = const {
-        RefCell::new(ThreadState { member: None, current: Current::Libgomp })
+        RefCell::new(ThreadState { member: None, current: Current::Libgomp, spare: None })
     };
 }
 
@@ -276,24 +303,25 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         let m = st.member.as_mut().filter(|m| m.level == here)?;
         let seq = m.seq;
         m.seq += 1;
-        Some((Arc::clone(&m.team), m.me, m.threads, seq))
+        Some((Arc::clone(&m.team), m.me, m.threads, seq, st.spare.take()))
     })
     .flatten();
-    let Some((team, me, threads, seq)) = joined else {
+    let Some((team, me, threads, seq, mut spare)) = joined else {
         with_state(|st| st.current = Current::Libgomp);
         return false;
     };
-    let (decision, mine) = team.arrive(seq, me, threads, call);
+    let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
     let current = match decision {
         Decision::Forward => Current::Libgomp,
         Decision::Take(work) => {
             let cursor = match mine {
                 Some(cursor) => cursor,
-                None => work.join(me).map(Box::new).unwrap_or_else(|err| {
-                    crate::fatal(&format!(
+                None => match work.join(me) {
+                    Ok(cursor) => boxed(&mut spare, cursor),
+                    Err(err) => crate::fatal(&format!(
                         "thread {me} of {threads} cannot join a loop its team took: {err}"
-                    ))
-                }),
+                    )),
+                },
             };
             Current::Taken {
                 cursor: Some(cursor),
@@ -302,7 +330,12 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         }
     };
     let taken = matches!(current, Current::Taken { .. });
-    with_state(|st| st.current = current);
+    with_state(|st| {
+        st.current = current;
+        if st.spare.is_none() {
+            st.spare = spare;
+        }
+    });
     taken
 }
 
@@ -320,7 +353,11 @@ pub(crate) fn next() -> Step {
     let mut finished = None;
     let step = with_state(|st| match &mut st.current {
         Current::Taken { cursor, bounds } => {
-            match cursor.as_mut().and_then(|c| c.next_final_last()) {
+            match cursor
+                .as_mut()
+                .and_then(|held| (**held).as_mut())
+                .and_then(Cursor::next_final_last)
+            {
                 Some(offsets) => {
                     let (s, e) = bounds.chunk(offsets);
                     Step::Chunk(s, e)
@@ -340,8 +377,11 @@ pub(crate) fn next() -> Step {
     })
     .unwrap_or(Step::Forward);
     // Leaving may record the instance: outside the thread state's borrow.
-    if let Some(cursor) = finished {
-        cursor.leave();
+    // Dropping the cursor in its box leaves as `Cursor::leave` does (its
+    // summary is not wanted) without moving it out.
+    if let Some(mut held) = finished {
+        *held = None;
+        with_state(|st| st.spare = Some(held));
     }
     step
 }
@@ -352,9 +392,13 @@ pub(crate) fn next() -> Step {
 pub(crate) fn end() -> bool {
     let was = with_state(|st| std::mem::replace(&mut st.current, Current::Libgomp));
     match was {
-        // Dropping a cursor not yet at its end leaves the loop early.
+        // Dropping a cursor not yet at its end leaves the loop early;
+        // the box is kept for the thread's next loop.
         Some(Current::Taken { cursor, .. }) => {
-            drop(cursor);
+            if let Some(mut held) = cursor {
+                *held = None;
+                with_state(|st| st.spare = Some(held));
+            }
             true
         }
         _ => false,
@@ -406,6 +450,7 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
         let fresh = ThreadState {
             member: Some(member),
             current: Current::Libgomp,
+            spare: None,
         };
         let saved = with_state(|st| std::mem::replace(st, fresh));
         if let Some(preset) = &region.preset {
@@ -421,6 +466,7 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
                 saved.unwrap_or(ThreadState {
                     member: None,
                     current: Current::Libgomp,
+                    spare: None,
                 }),
             )
         });
@@ -446,6 +492,7 @@ pub(crate) fn enter_team(team: Arc<Team>, me: usize, threads: usize) -> Option<S
             seq: 0,
         }),
         current: Current::Libgomp,
+        spare: None,
     };
     with_state(|st| Saved(std::mem::replace(st, fresh)))
 }
@@ -498,6 +545,7 @@ pub(crate) fn legacy_region_start() {
     let fresh = ThreadState {
         member: None,
         current: Current::Libgomp,
+        spare: None,
     };
     if let Some(saved) = with_state(|st| std::mem::replace(st, fresh)) {
         let _ = LEGACY.try_with(|l| l.borrow_mut().push(Legacy { saved, level }));

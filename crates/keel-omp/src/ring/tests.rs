@@ -1,0 +1,92 @@
+//! The ring under real threads: one decider per loop, every thread sees
+//! its loop's decision, threads run ahead by at most the ring's length,
+//! and every decision is dropped once its loop is passed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use super::Ring;
+
+/// `threads` threads each arrive at `loops` loops on a ring of `slots`;
+/// returns how many times each loop was decided and the decision each
+/// thread saw per loop.
+fn run(threads: usize, loops: u64, slots: usize) -> (Vec<usize>, Vec<Vec<u64>>) {
+    let ring = Ring::<Arc<u64>>::new(slots);
+    let decided: Vec<AtomicUsize> = (0..loops).map(|_| AtomicUsize::new(0)).collect();
+    let entered: Vec<AtomicUsize> = (0..loops).map(|_| AtomicUsize::new(0)).collect();
+    let start = Barrier::new(threads);
+    let seen = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|me| {
+                let (ring, decided, entered, start) = (&ring, &decided, &entered, &start);
+                s.spawn(move || {
+                    start.wait();
+                    let mut seen = Vec::new();
+                    for seq in 0..loops {
+                        entered[seq as usize].fetch_add(1, Ordering::SeqCst);
+                        let (d, mine) = ring.arrive(seq, threads, || {
+                            decided[seq as usize].fetch_add(1, Ordering::SeqCst);
+                            (Arc::new(seq * 1000 + me as u64), me)
+                        });
+                        assert_eq!(mine.is_some(), *d % 1000 == me as u64);
+                        // No thread gets past loop `seq` before every
+                        // thread has arrived at loop `seq - slots`.
+                        if let Some(back) = seq.checked_sub(slots as u64) {
+                            assert_eq!(entered[back as usize].load(Ordering::SeqCst), threads);
+                        }
+                        seen.push(*d);
+                        if me % 2 == 1 {
+                            std::thread::yield_now();
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    // Every slot is empty again: its decision was dropped.
+    for slot in ring.slots.iter() {
+        // SAFETY: every thread has joined; nothing else touches the cell.
+        assert!(slot.decision.with(|c| unsafe { (*c).is_none() }));
+        assert_eq!(slot.passed.load(Ordering::SeqCst), 0);
+    }
+    let decided = decided.iter().map(|d| d.load(Ordering::SeqCst)).collect();
+    (decided, seen)
+}
+
+#[test]
+fn one_decision_per_loop_seen_by_every_thread() {
+    for (threads, slots) in [(2, 1), (3, 2), (8, 16), (16, 4)] {
+        let loops = 2000;
+        let (decided, seen) = run(threads, loops, slots);
+        assert!(
+            decided.iter().all(|&d| d == 1),
+            "{threads} threads, {slots} slots"
+        );
+        for seq in 0..loops as usize {
+            let first = seen[0][seq];
+            assert_eq!(first / 1000, seq as u64);
+            assert!(seen.iter().all(|s| s[seq] == first));
+        }
+    }
+}
+
+#[test]
+fn a_decision_is_dropped_when_its_loop_is_passed() {
+    let ring = Ring::<Arc<u64>>::new(2);
+    let kept = Arc::new(7);
+    let (d, mine) = ring.arrive(0, 2, || (Arc::clone(&kept), ()));
+    assert!(mine.is_some());
+    drop(d);
+    // Held by the ring until the second thread passes.
+    assert_eq!(Arc::strong_count(&kept), 2);
+    let (d, mine): (_, Option<()>) = ring.arrive(0, 2, || unreachable!());
+    assert!(mine.is_none());
+    assert_eq!(*d, 7);
+    drop(d);
+    assert_eq!(Arc::strong_count(&kept), 1);
+}
