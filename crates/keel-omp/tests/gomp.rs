@@ -7,123 +7,12 @@
 //! `KEEL_TESTS_REQUIRE` names it (CI: `gcc -fopenmp`, `g++ -fopenmp`,
 //! `gfortran`), in which case it fails.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// Whether a test needing `what` can run (`have`); see the module doc.
-fn can_run(test: &str, what: &str, have: bool) -> bool {
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {what})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == what) {
-        panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test} needs {what}");
-    false
-}
-
-/// The preload library cargo built beside this test.
-fn library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for dir in [deps, deps.parent().unwrap()] {
-        let lib = dir.join("libkeel_omp.so");
-        if lib.exists() {
-            return lib;
-        }
-    }
-    panic!("libkeel_omp.so not found beside {}", exe.display());
-}
-
-fn programs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs")
-}
-
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
-}
-
-/// Builds `source` with `compiler -fopenmp -O2 extra..`; `None` when the
-/// compiler or OpenMP is missing here.
-fn build(compiler: &str, source: &str, extra: &[&str]) -> Option<PathBuf> {
-    let out = scratch().join(format!("{compiler}-{source}").replace(['.', '+'], "_"));
-    let status = Command::new(compiler)
-        .arg("-fopenmp")
-        .arg("-O2")
-        .args(extra)
-        .arg(programs().join(source))
-        .arg("-o")
-        .arg(&out)
-        .arg("-ldl")
-        .output()
-        .ok()?;
-    if !status.status.success() {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "{compiler} {source}: {}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-        return None;
-    }
-    Some(out)
-}
-
-/// Runs `bin args` with `env` (every variable Keel or OpenMP reads
-/// cleared first), preloaded or not.
-fn run(bin: &Path, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.args(args);
-    for var in [
-        "KEEL_SCHEDULE",
-        "OMP_SCHEDULE",
-        "KEEL_OMP_TAKE",
-        "OMP_NUM_THREADS",
-        "OMP_CANCELLATION",
-        "LD_PRELOAD",
-        "KEEL_TRACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    // Threads that sleep at barriers: the tests share their CPUs.
-    cmd.env("OMP_WAIT_POLICY", "passive");
-    cmd.envs(env.iter().copied());
-    if preload {
-        cmd.env("LD_PRELOAD", library());
-    }
-    cmd.output().unwrap()
-}
-
-struct Report {
-    ok: bool,
-    taken: i64,
-    stdout: String,
-    stderr: String,
-}
-
-fn report(out: &Output) -> Report {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let taken = stdout
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("taken=")?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(i64::MIN);
-    Report {
-        ok: out.status.success() && stdout.lines().any(|l| l == "all ok"),
-        taken,
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use common::{build, can_run, report, run, scratch};
 
 fn c_loops() -> Option<&'static PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();

@@ -9,70 +9,24 @@
 //! `KEEL_TESTS_REQUIRE` names `clang -fopenmp` (CI as root), in which case
 //! it fails.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::OnceLock;
+
+use common::{report, run, scratch};
 
 const NEEDS: &str = "clang -fopenmp";
 
 /// Whether a test can run; see the module doc.
 fn can_run(test: &str, have: bool) -> bool {
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {NEEDS})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == NEEDS) {
-        panic!("{test} needs {NEEDS}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test} needs {NEEDS}");
-    false
-}
-
-/// The preload library cargo built beside this test.
-fn library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for dir in [deps, deps.parent().unwrap()] {
-        let lib = dir.join("libkeel_omp.so");
-        if lib.exists() {
-            return lib;
-        }
-    }
-    panic!("libkeel_omp.so not found beside {}", exe.display());
-}
-
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+    common::can_run(test, NEEDS, have)
 }
 
 /// Builds `source` with `clang -fopenmp -O2 -DKEEL_LIBOMP`; `None` when
 /// clang or libomp is missing here.
 fn build(source: &str) -> Option<PathBuf> {
-    let out = scratch().join(source.replace('.', "_"));
-    let built = Command::new("clang")
-        .args(["-fopenmp", "-O2", "-DKEEL_LIBOMP"])
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/programs")
-                .join(source),
-        )
-        .arg("-o")
-        .arg(&out)
-        .arg("-ldl")
-        .output()
-        .ok()?;
-    if !built.status.success() {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "clang {source}: {}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        return None;
-    }
-    Some(out)
+    common::build("clang", source, &["-DKEEL_LIBOMP"])
 }
 
 fn loops() -> Option<&'static PathBuf> {
@@ -83,59 +37,6 @@ fn loops() -> Option<&'static PathBuf> {
 fn kmpc() -> Option<&'static PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| build("kmpc.c")).as_ref()
-}
-
-/// Runs `bin args` with `env` (every variable Keel, OpenMP or OMPT reads
-/// cleared first), preloaded or not.
-fn run(bin: &Path, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
-    let mut cmd = Command::new(bin);
-    cmd.args(args);
-    for var in [
-        "KEEL_SCHEDULE",
-        "OMP_SCHEDULE",
-        "KEEL_OMP_TAKE",
-        "OMP_NUM_THREADS",
-        "OMP_CANCELLATION",
-        "OMP_TOOL",
-        "OMP_TOOL_LIBRARIES",
-        "LD_PRELOAD",
-        "KEEL_TRACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    // Threads that sleep at barriers: the tests share their CPUs.
-    cmd.env("OMP_WAIT_POLICY", "passive");
-    cmd.envs(env.iter().copied());
-    if preload {
-        cmd.env("LD_PRELOAD", library());
-    }
-    cmd.output().unwrap()
-}
-
-struct Report {
-    ok: bool,
-    taken: i64,
-    forwarded: i64,
-    text: String,
-    stderr: String,
-}
-
-fn report(out: &Output) -> Report {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |name: &str| {
-        stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(name)?.parse().ok())
-            .unwrap_or(i64::MIN)
-    };
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    Report {
-        ok: out.status.success() && stdout.lines().any(|l| l == "all ok"),
-        taken: field("taken="),
-        forwarded: field("forwarded="),
-        text: format!("{stdout}{stderr}"),
-        stderr,
-    }
 }
 
 /// Short loops per run and the long loop's length.
@@ -369,7 +270,7 @@ fn clang_loops_are_named_by_the_return_address_of_their_init() {
         .collect();
     // Named within the program itself (not libomp, not this library).
     assert!(
-        names.iter().all(|n| n.starts_with("omp:loops_c+0x")),
+        names.iter().all(|n| n.starts_with("omp:clang-loops_c+0x")),
         "{names:?}"
     );
     // clang gives the loops of one function one ident_t; the call sites
