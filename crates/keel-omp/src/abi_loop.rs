@@ -54,6 +54,21 @@ pub(crate) unsafe fn hand_out<T: Word>(
     }
 }
 
+/// Starts `call` on this thread: `Some` with whether it got a first chunk
+/// (written into the out-parameters) when Keel takes the loop, `None` when
+/// the caller must forward the whole loop to libgomp.
+///
+/// # Safety
+/// `istart` and `iend` are valid for writes (libgomp's contract).
+pub(crate) unsafe fn start_taken<T: Word>(
+    call: &LoopCall,
+    istart: *mut T,
+    iend: *mut T,
+) -> Option<bool> {
+    // SAFETY: the caller's contract.
+    team::begin(call).then(|| unsafe { hand_out(team::next(), istart, iend, || false) })
+}
+
 macro_rules! runtime_start {
     ($name:ident, $imp:ident, $monotonic:expr) => {
         with_site!($name => $imp(start: c_long, end: c_long, incr: c_long, istart: *mut c_long, iend: *mut c_long) -> bool);
@@ -73,13 +88,9 @@ macro_rules! runtime_start {
                     bounds: Bounds::Long { start, end, incr },
                     site: crate::site::site(site),
                 };
-                if team::begin(&call) {
-                    // SAFETY: libgomp's contract: the out-parameters are valid.
-                    unsafe { hand_out(team::next(), istart, iend, || false) }
-                } else {
-                    // SAFETY: the caller's own arguments, to libgomp's definition.
-                    unsafe { real::$name()(start, end, incr, istart, iend) }
-                }
+                // SAFETY: libgomp's contract: the out-parameters are valid;
+                // forwarded, the caller's own arguments to libgomp's definition.
+                unsafe { start_taken(&call, istart, iend).unwrap_or_else(|| real::$name()(start, end, incr, istart, iend)) }
             })
         }
     };
@@ -105,13 +116,9 @@ macro_rules! chunked_start {
                     bounds: Bounds::Long { start, end, incr },
                     site: crate::site::site(site),
                 };
-                if team::begin(&call) {
-                    // SAFETY: libgomp's contract: the out-parameters are valid.
-                    unsafe { hand_out(team::next(), istart, iend, || false) }
-                } else {
-                    // SAFETY: the caller's own arguments, to libgomp's definition.
-                    unsafe { real::$name()(start, end, incr, chunk, istart, iend) }
-                }
+                // SAFETY: libgomp's contract: the out-parameters are valid;
+                // forwarded, the caller's own arguments to libgomp's definition.
+                unsafe { start_taken(&call, istart, iend).unwrap_or_else(|| real::$name()(start, end, incr, chunk, istart, iend)) }
             })
         }
     };
@@ -127,7 +134,11 @@ macro_rules! next {
         pub unsafe extern "C" fn $name(istart: *mut $ty, iend: *mut $ty) -> bool {
             guard(|| {
                 // SAFETY: the caller's contract; forwarding its own arguments.
-                unsafe { hand_out(team::next(), istart, iend, || real::$name()(istart, iend)) }
+                unsafe {
+                    $crate::abi_loop::hand_out($crate::team::next(), istart, iend, || {
+                        real::$name()(istart, iend)
+                    })
+                }
             })
         }
     };
@@ -214,9 +225,9 @@ unsafe extern "C" fn loop_start(
                 bounds: Bounds::Long { start, end, incr },
                 site: crate::site::site(site),
             };
-            if team::begin(&call) {
-                // SAFETY: libgomp's contract: the out-parameters are valid.
-                return unsafe { hand_out(team::next(), istart, iend, || false) };
+            // SAFETY: libgomp's contract: the out-parameters are valid.
+            if let Some(got) = unsafe { start_taken(&call, istart, iend) } {
+                return got;
             }
         }
         // SAFETY: the caller's own arguments, to libgomp's definition.

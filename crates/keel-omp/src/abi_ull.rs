@@ -4,10 +4,10 @@
 
 use std::ffi::{c_long, c_ulonglong, c_void};
 
-use crate::abi_loop::{hand_out, next, start_kind};
+use crate::abi_loop::{next, start_kind, start_taken};
 use crate::bounds::Bounds;
 use crate::settings::Kind;
-use crate::team::{self, LoopCall};
+use crate::team::LoopCall;
 use crate::{guard, real};
 
 type Ull = c_ulonglong;
@@ -32,13 +32,9 @@ macro_rules! runtime_start {
                     bounds: Bounds::Ull { up, start, end, incr },
                     site: crate::site::site(site),
                 };
-                if team::begin(&call) {
-                    // SAFETY: libgomp's contract: the out-parameters are valid.
-                    unsafe { hand_out(team::next(), istart, iend, || false) }
-                } else {
-                    // SAFETY: the caller's own arguments, to libgomp's definition.
-                    unsafe { real::$name()(up, start, end, incr, istart, iend) }
-                }
+                // SAFETY: libgomp's contract: the out-parameters are valid;
+                // forwarded, the caller's own arguments to libgomp's definition.
+                unsafe { start_taken(&call, istart, iend).unwrap_or_else(|| real::$name()(up, start, end, incr, istart, iend)) }
             })
         }
     };
@@ -66,13 +62,9 @@ macro_rules! chunked_start {
                     bounds: Bounds::Ull { up, start, end, incr },
                     site: crate::site::site(site),
                 };
-                if team::begin(&call) {
-                    // SAFETY: libgomp's contract: the out-parameters are valid.
-                    unsafe { hand_out(team::next(), istart, iend, || false) }
-                } else {
-                    // SAFETY: the caller's own arguments, to libgomp's definition.
-                    unsafe { real::$name()(up, start, end, incr, chunk, istart, iend) }
-                }
+                // SAFETY: libgomp's contract: the out-parameters are valid;
+                // forwarded, the caller's own arguments to libgomp's definition.
+                unsafe { start_taken(&call, istart, iend).unwrap_or_else(|| real::$name()(up, start, end, incr, chunk, istart, iend)) }
             })
         }
     };
@@ -153,9 +145,9 @@ unsafe extern "C" fn ull_loop_start(
                 },
                 site: crate::site::site(site),
             };
-            if team::begin(&call) {
-                // SAFETY: libgomp's contract: the out-parameters are valid.
-                return unsafe { hand_out(team::next(), istart, iend, || false) };
+            // SAFETY: libgomp's contract: the out-parameters are valid.
+            if let Some(got) = unsafe { start_taken(&call, istart, iend) } {
+                return got;
             }
         }
         // SAFETY: the caller's own arguments, to libgomp's definition.
