@@ -169,6 +169,7 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         iterations: 0,
         events: tracer.map(|_| Vec::new()),
     };
+    let numbered = plan.numbers_requests();
     match plan.claim() {
         Claim::Static => {
             for round in 0.. {
@@ -186,49 +187,14 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
             };
             runner.execute(chunk, requested);
         },
-        Claim::Remaining => {
-            let numbered = plan.numbers_requests();
-            let mut next = shared.next.load(Ordering::Relaxed);
-            while next < n {
-                // One number per request, kept across CAS retries: a retry
-                // is the same request, not a new one in a later batch.
-                let requested = runner.stamp();
-                let request = Request {
-                    thread: me,
-                    number: if numbered {
-                        shared.requests.fetch_add(1, Ordering::Relaxed)
-                    } else {
-                        0
-                    },
-                };
-                loop {
-                    let remaining = n - next;
-                    let size = clamp_size(
-                        plan.next_size(remaining, request, &mut runner.local, board),
-                        1,
-                        remaining,
-                    );
-                    match shared.next.compare_exchange_weak(
-                        next,
-                        next + size,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => {
-                            runner.local.claimed(size);
-                            runner.execute(next..next + size, requested);
-                            next = shared.next.load(Ordering::Relaxed);
-                            break;
-                        }
-                        Err(seen) if seen >= n => {
-                            next = seen;
-                            break;
-                        }
-                        Err(seen) => next = seen,
-                    }
-                }
-            }
-        }
+        Claim::Remaining => loop {
+            let requested = runner.stamp();
+            let claimed = claim_remaining(plan, numbered, shared, n, me, &mut runner.local, board);
+            let Some(chunk) = claimed else {
+                break;
+            };
+            runner.execute(chunk, requested);
+        },
         Claim::Steal => runner.steal_loop(board),
     }
     let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
@@ -318,36 +284,117 @@ impl Runner<'_, '_> {
     fn steal_loop(&mut self, board: &Board<'_>) {
         // Home ranges were installed by the caller before the fork, so no
         // thief can see a range from an earlier loop.
-        let slots = board.slots;
         let unit = self.plan.chunk_unit().max(1);
         loop {
             let requested = self.stamp();
-            let own = {
-                let mut range = lock(&slots[self.me].steal);
-                let take = unit.min(range.end - range.start);
-                let chunk = range.start..range.start + take;
-                range.start += take;
-                chunk
+            let Some(chunk) = claim_steal(self.plan, unit, board.slots, self.me) else {
+                break;
             };
-            if !own.is_empty() {
-                self.execute(own, requested);
-                continue;
-            }
-            let p = slots.len();
-            let stolen = (1..p).map(|d| (self.me + d) % p).find_map(|victim| {
-                let mut range = lock(&slots[victim].steal);
-                let left = range.end - range.start;
-                let take = self.plan.steal_amount(left).min(left);
-                (take > 0).then(|| {
-                    range.end -= take;
-                    range.end..range.end + take
-                })
-            });
-            match stolen {
-                Some(range) => *lock(&slots[self.me].steal) = range,
-                None => break,
-            }
+            self.execute(chunk, requested);
         }
+    }
+}
+
+/// `Claim::Remaining`: participant `me`'s next chunk of `0..n`, sized by
+/// the plan for what remains and claimed from the shared counter by CAS;
+/// `None` once nothing remains. When the plan numbers its requests
+/// (`numbered`, its `numbers_requests()`), one number per claim, kept
+/// across CAS retries: a retry is the same request, not a new one in a
+/// later batch. Both the push and the pull participants claim through here.
+#[inline]
+pub(crate) fn claim_remaining(
+    plan: &Plan<'_>,
+    numbered: bool,
+    shared: &Shared,
+    n: u64,
+    me: usize,
+    local: &mut ThreadLocal,
+    board: &Board<'_>,
+) -> Option<Range<u64>> {
+    let mut next = shared.next.load(Ordering::Relaxed);
+    if next >= n {
+        return None;
+    }
+    let request = Request {
+        thread: me,
+        number: if numbered {
+            shared.requests.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        },
+    };
+    loop {
+        let remaining = n - next;
+        let size = clamp_size(
+            plan.next_size(remaining, request, local, board),
+            1,
+            remaining,
+        );
+        match shared.next.compare_exchange_weak(
+            next,
+            next + size,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                local.claimed(size);
+                return Some(next..next + size);
+            }
+            Err(seen) if seen >= n => return None,
+            Err(seen) => next = seen,
+        }
+    }
+}
+
+/// `Claim::Steal`: `unit` (the plan's `chunk_unit`, at least 1) from the
+/// front of participant `me`'s own range, else `steal_amount` from the back
+/// of the first victim (after `me`, round the team) that has any, made
+/// `me`'s own range; `None` when the own range is empty and no victim
+/// gives anything.
+#[inline]
+pub(crate) fn claim_steal(
+    plan: &Plan<'_>,
+    unit: u64,
+    slots: &[CachePadded<Slot>],
+    me: usize,
+) -> Option<Range<u64>> {
+    loop {
+        let own = {
+            let mut range = lock(&slots[me].steal);
+            let take = unit.min(range.end - range.start);
+            range.start += take;
+            range.start - take..range.start
+        };
+        if !own.is_empty() {
+            return Some(own);
+        }
+        if !steal_into(plan, slots, me) {
+            return None;
+        }
+    }
+}
+
+/// Moves `steal_amount` from the back of the first victim (after `me`,
+/// round the team) that has any into participant `me`'s own range;
+/// `false` when no victim gives anything.
+#[cold]
+fn steal_into(plan: &Plan<'_>, slots: &[CachePadded<Slot>], me: usize) -> bool {
+    let p = slots.len();
+    let stolen = (1..p).map(|d| (me + d) % p).find_map(|victim| {
+        let mut range = lock(&slots[victim].steal);
+        let left = range.end - range.start;
+        let take = plan.steal_amount(left).min(left);
+        (take > 0).then(|| {
+            range.end -= take;
+            range.end..range.end + take
+        })
+    });
+    match stolen {
+        Some(range) => {
+            *lock(&slots[me].steal) = range;
+            true
+        }
+        None => false,
     }
 }
 

@@ -12,11 +12,11 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use keel_policy::dls::{clamp_size, Claim, Plan, ProfileSums, Request, ThreadLocal, Timing};
+use keel_policy::dls::{Claim, Plan, ProfileSums, ThreadLocal, Timing};
 use keel_policy::ContextHandler;
 
 use super::{Ready, Workshare};
-use crate::loops::claim::lock;
+use crate::loops::claim::{claim_remaining, claim_steal};
 use crate::loops::{Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
 use crate::sync::{Arc, Ordering};
 use crate::trace::{self, ChunkEvent};
@@ -314,72 +314,13 @@ impl Cursor {
                 let board = Board {
                     slots: &self.work.slots,
                 };
-                let mut next = shared.next.load(Ordering::Relaxed);
-                if next >= n {
-                    return None;
-                }
-                // One number per request, kept across CAS retries.
-                let request = Request {
-                    thread: self.me,
-                    number: if plan.numbers_requests() {
-                        shared.requests.fetch_add(1, Ordering::Relaxed)
-                    } else {
-                        0
-                    },
-                };
-                loop {
-                    let remaining = n - next;
-                    let size = clamp_size(
-                        plan.next_size(remaining, request, &mut self.local, &board),
-                        1,
-                        remaining,
-                    );
-                    match shared.next.compare_exchange_weak(
-                        next,
-                        next + size,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => {
-                            self.local.claimed(size);
-                            return Some(next..next + size);
-                        }
-                        Err(seen) if seen >= n => return None,
-                        Err(seen) => next = seen,
-                    }
-                }
+                let numbered = plan.numbers_requests();
+                claim_remaining(plan, numbered, shared, n, self.me, &mut self.local, &board)
             }
-            Claim::Steal => self.steal(),
-        }
-    }
-
-    /// `static-steal`: the own range's front, else a victim's back made
-    /// the own range (as `claim::Runner::steal_loop`).
-    fn steal(&mut self) -> Option<Range<u64>> {
-        let slots = &self.work.slots;
-        let unit = self.plan.chunk_unit().max(1);
-        loop {
-            let own = {
-                let mut range = lock(&slots[self.me].steal);
-                let take = unit.min(range.end - range.start);
-                let chunk = range.start..range.start + take;
-                range.start += take;
-                chunk
-            };
-            if !own.is_empty() {
-                return Some(own);
+            Claim::Steal => {
+                let unit = plan.chunk_unit().max(1);
+                claim_steal(plan, unit, &self.work.slots, self.me)
             }
-            let p = slots.len();
-            let stolen = (1..p).map(|d| (self.me + d) % p).find_map(|victim| {
-                let mut range = lock(&slots[victim].steal);
-                let left = range.end - range.start;
-                let take = self.plan.steal_amount(left).min(left);
-                (take > 0).then(|| {
-                    range.end -= take;
-                    range.end..range.end + take
-                })
-            });
-            *lock(&slots[self.me].steal) = stolen?;
         }
     }
 }
