@@ -29,9 +29,9 @@ use summary::{Goal, Ratio};
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Rounds: every configuration runs once per round (at least 2; 6 or
-    /// more for 95 % intervals).
-    #[arg(long, default_value_t = 9)]
-    pub rounds: usize,
+    /// more for 95 % intervals) [default: 9, or 2 with --quick].
+    #[arg(long)]
+    pub rounds: Option<usize>,
     /// Run only these workloads (comma-separated): mandelbrot-zoom,
     /// lavamd-steps, balanced, short-loops (default: all).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -172,11 +172,7 @@ pub struct BenchReport {
 
 /// `keel omp bench`.
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let rounds = if args.quick && args.rounds == 9 {
-        2
-    } else {
-        args.rounds
-    };
+    let rounds = args.rounds.unwrap_or(if args.quick { 2 } else { 9 });
     if !(2..=1000).contains(&rounds) {
         return Err(CliError::Usage(format!(
             "--rounds {rounds}: between 2 and 1000 (the held-out Oracle needs two)"
