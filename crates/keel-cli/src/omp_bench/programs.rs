@@ -34,8 +34,8 @@ const BALANCED_C: &str = include_str!("../../../keel-omp/bench/balanced.c");
 const SHORT_C: &str = include_str!("../../../keel-omp/bench/short.c");
 
 /// The balanced loop: 256 iterations of 2000 dependent multiply-adds each
-/// (an instance of about a millisecond at 2 threads, far above the 100 µs
-/// at which a dispatcher's per-chunk cost could matter), 30 steps.
+/// (an instance of about 0.6 ms at 2 threads, above the 100 µs below which
+/// a dispatcher's own cost would show), 30 steps.
 pub const BALANCED: (u64, u64, u64) = (256, 2000, 30);
 
 /// Many short loops: 10⁵ instances of 16 iterations × 50 dependent
