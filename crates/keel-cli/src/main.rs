@@ -16,6 +16,7 @@ mod demo;
 mod error;
 mod map;
 mod omp;
+mod omp_bench;
 mod plot;
 mod policies;
 mod progress;
@@ -86,6 +87,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
                 }
                 Ok(())
             }
+            omp::OmpCommand::Bench(args) => omp_bench::run(&args, out),
         },
     }
 }

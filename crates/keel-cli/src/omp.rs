@@ -26,6 +26,10 @@ pub enum OmpCommand {
     /// dispatched by Keel: `keel omp run [--schedule S] -- ./app args`.
     /// The program's exit status is keel's.
     Run(RunArgs),
+    /// The drop-in goals as a benchmark: C programs with `schedule(runtime)`
+    /// loops, compiled with `gcc -fopenmp -O2`, run under libgomp's
+    /// schedules and under Keel's (preloaded), round by round.
+    Bench(crate::omp_bench::BenchArgs),
 }
 
 /// `keel omp run`.
@@ -66,17 +70,7 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
             }
         }
     }
-    let library = match &args.library {
-        Some(path) if path.is_file() => path.clone(),
-        Some(path) => {
-            return Err(CliError::Runtime(format!(
-                "--library {}: no such file",
-                path.display()
-            )))
-        }
-        None => beside_executable()?,
-    };
-    let library = std::fs::canonicalize(&library).unwrap_or(library);
+    let library = library(args.library.as_deref())?;
     let (program, rest) = args
         .program
         .split_first()
@@ -97,6 +91,22 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
         CliError::Runtime(format!("cannot run {}: {e}", Path::new(program).display()))
     })?;
     Ok(exit_code(status))
+}
+
+/// The preload library: `given` if it is a file, else `libkeel_omp.so`
+/// beside this executable; made absolute, as `LD_PRELOAD` needs.
+pub(crate) fn library(given: Option<&Path>) -> Result<PathBuf, CliError> {
+    let library = match given {
+        Some(path) if path.is_file() => path.to_path_buf(),
+        Some(path) => {
+            return Err(CliError::Runtime(format!(
+                "--library {}: no such file",
+                path.display()
+            )))
+        }
+        None => beside_executable()?,
+    };
+    Ok(std::fs::canonicalize(&library).unwrap_or(library))
 }
 
 /// `libkeel_omp.so` where cargo puts it beside the `keel` binary.

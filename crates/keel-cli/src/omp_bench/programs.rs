@@ -1,0 +1,310 @@
+//! The C programs `keel omp bench` measures: their sources (shipped in
+//! `crates/keel-omp/bench`), their fixed sizes, how they are compiled and
+//! how their one line of output is read.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use keel_policy::Spec;
+use keel_workloads::steps::{LavaMdSteps, MandelbrotZoom, SteppedWorkload};
+
+use crate::error::CliError;
+
+/// One benchmark program and the arguments it runs with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The workload's name in the report.
+    pub name: &'static str,
+    /// The C source's file stem (`mandelbrot` for `mandelbrot.c`).
+    pub stem: &'static str,
+    /// The source text.
+    pub source: &'static str,
+    /// Its command-line arguments.
+    pub args: Vec<String>,
+    /// What the sizes are, for the report.
+    pub sizes: String,
+}
+
+/// The workload names, in report order.
+pub const WORKLOADS: [&str; 4] = ["mandelbrot-zoom", "lavamd-steps", "balanced", "short-loops"];
+
+const MANDELBROT_C: &str = include_str!("../../../keel-omp/bench/mandelbrot.c");
+const LAVAMD_C: &str = include_str!("../../../keel-omp/bench/lavamd.c");
+const BALANCED_C: &str = include_str!("../../../keel-omp/bench/balanced.c");
+const SHORT_C: &str = include_str!("../../../keel-omp/bench/short.c");
+
+/// The balanced loop: 256 iterations of 2000 dependent multiply-adds each
+/// (an instance of about 0.6 ms at 2 threads, above the 100 µs below which
+/// a dispatcher's own cost would show), 30 steps.
+pub const BALANCED: (u64, u64, u64) = (256, 2000, 30);
+
+/// Many short loops: 10⁵ instances of 16 iterations × 50 dependent
+/// multiply-adds (800 in all, about a microsecond).
+pub const SHORT: (u64, u64, u64) = (16, 50, 100_000);
+
+/// The programs at their fixed sizes; `quick` keeps every size but the
+/// number of steps (instances), for a run that only shows the table's form.
+pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
+    // The Rust workloads' defaults, taken from keel-workloads itself so
+    // that the C programs run what `keel bench auto` runs.
+    let spec = |name: &str| {
+        Spec::parse(name).map_err(|e| CliError::Runtime(format!("workload {name}: {e}")))
+    };
+    let zoom = MandelbrotZoom::from_spec(&spec(MandelbrotZoom::NAME)?)?;
+    let lava = LavaMdSteps::from_spec(&spec(LavaMdSteps::NAME)?)?;
+    let zoom_params = spec_params(&zoom.spec());
+    let get = |key: &str| -> Result<String, CliError> {
+        zoom_params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| CliError::Runtime(format!("mandelbrot-zoom has no `{key}`")))
+    };
+    let steps = |full: usize| if quick { 2 } else { full };
+    let boxes = lava.boxes();
+    let mut lava_args = vec![
+        boxes.boxes1d.to_string(),
+        boxes.particles_per_unit.to_string(),
+        steps(lava.steps()).to_string(),
+    ];
+    lava_args.extend(boxes.units().iter().map(u64::to_string));
+    let (b_iter, b_work, b_steps) = BALANCED;
+    let (s_iter, s_work, s_instances) = SHORT;
+    Ok(vec![
+        Program {
+            name: WORKLOADS[0],
+            stem: "mandelbrot",
+            source: MANDELBROT_C,
+            args: vec![
+                get("width")?,
+                get("height")?,
+                get("max-iter")?,
+                steps(zoom.steps()).to_string(),
+                get("start")?,
+                get("zoom")?,
+            ],
+            sizes: format!("{}, {} steps", zoom.spec(), steps(zoom.steps())),
+        },
+        Program {
+            name: WORKLOADS[1],
+            stem: "lavamd",
+            source: LAVAMD_C,
+            sizes: format!("{}, {} steps", lava.spec(), steps(lava.steps())),
+            args: lava_args,
+        },
+        Program {
+            name: WORKLOADS[2],
+            stem: "balanced",
+            source: BALANCED_C,
+            args: vec![
+                b_iter.to_string(),
+                b_work.to_string(),
+                steps(b_steps as usize).to_string(),
+            ],
+            sizes: format!(
+                "{b_iter} iterations x {b_work} multiply-adds, {} steps",
+                steps(b_steps as usize)
+            ),
+        },
+        Program {
+            name: WORKLOADS[3],
+            stem: "short",
+            source: SHORT_C,
+            args: vec![
+                s_iter.to_string(),
+                s_work.to_string(),
+                if quick { 1000 } else { s_instances }.to_string(),
+            ],
+            sizes: format!(
+                "{} instances of {s_iter} iterations x {s_work} multiply-adds",
+                if quick { 1000 } else { s_instances }
+            ),
+        },
+    ])
+}
+
+/// `name:k=v,k=v` → `[(k, v)]`.
+fn spec_params(spec: &str) -> Vec<(String, String)> {
+    spec.split_once(':')
+        .map_or("", |(_, p)| p)
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Writes each program's source into `dir` and compiles it with
+/// `gcc -fopenmp -O2`; returns the executables in the programs' order.
+pub fn compile(programs: &[Program], dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+    programs
+        .iter()
+        .map(|p| {
+            let source = dir.join(format!("{}.c", p.stem));
+            let exe = dir.join(p.stem);
+            std::fs::write(&source, p.source)?;
+            let out = Command::new("gcc")
+                .args(["-fopenmp", "-O2", "-o"])
+                .arg(&exe)
+                .arg(&source)
+                .arg("-lm")
+                .output()
+                .map_err(|e| CliError::Runtime(format!("cannot run gcc: {e}")))?;
+            if !out.status.success() {
+                return Err(CliError::Runtime(format!(
+                    "gcc -fopenmp -O2 {}.c failed: {}",
+                    p.stem,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            Ok(exe)
+        })
+        .collect()
+}
+
+/// What one run printed: the time inside its loops and its checksum.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunOutput {
+    /// Seconds inside the measured loops.
+    pub seconds: f64,
+    /// The program's checksum (the same for every schedule, or an
+    /// iteration ran twice or not at all).
+    pub checksum: u64,
+}
+
+/// Reads `loop_seconds=<f> checksum=<u64> [more=...]` from a program's
+/// output (its last non-empty line).
+pub fn parse_output(text: &str) -> Result<RunOutput, String> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or("no output")?;
+    let field = |key: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+            .ok_or_else(|| format!("no `{key}=` in {line:?}"))
+    };
+    let seconds: f64 = field("loop_seconds")?
+        .parse()
+        .map_err(|e| format!("loop_seconds in {line:?}: {e}"))?;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(format!("loop_seconds {seconds} is not a positive time"));
+    }
+    let checksum = field("checksum")?
+        .parse()
+        .map_err(|e| format!("checksum in {line:?}: {e}"))?;
+    Ok(RunOutput { seconds, checksum })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the sizes: a change here changes every figure of the bench.
+    #[test]
+    fn golden_sizes() {
+        let p = programs(false).unwrap();
+        let names: Vec<&str> = p.iter().map(|p| p.name).collect();
+        assert_eq!(names, WORKLOADS);
+        assert_eq!(p[0].args, ["256", "320", "500", "100", "3", "0.96"]);
+        assert_eq!(&p[1].args[..3], ["5", "5", "100"]);
+        assert_eq!(p[1].args.len(), 3 + 125);
+        let units: u64 = p[1].args[3..]
+            .iter()
+            .map(|u| u.parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(units, LAVAMD_UNITS);
+        assert_eq!(p[2].args, ["256", "2000", "30"]);
+        assert_eq!(p[3].args, ["16", "50", "100000"]);
+        let quick = programs(true).unwrap();
+        assert_eq!(quick[0].args[3], "2");
+        assert_eq!(quick[3].args[2], "1000");
+    }
+
+    /// The unit draws of `lavamd-steps`' 125 boxes, summed.
+    const LAVAMD_UNITS: u64 = 615;
+
+    /// Pins what the C programs compute at the quick sizes, under libgomp
+    /// and two threads, and ties the two step programs to the Rust
+    /// workloads they mirror. Needs `gcc -fopenmp`; SKIPPED without it.
+    #[test]
+    fn the_c_programs_checksums_are_pinned() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let quick = programs(true).unwrap();
+        let Ok(exes) = compile(&quick, dir.path()) else {
+            // CI names the compiler in KEEL_TESTS_REQUIRE (keel-omp's tests'
+            // convention): there a missing gcc fails instead.
+            let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+            assert!(
+                !required.split(',').any(|r| r.trim() == "gcc -fopenmp"),
+                "needs gcc -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
+            );
+            eprintln!("SKIPPED: the_c_programs_checksums_are_pinned needs gcc -fopenmp");
+            return;
+        };
+        let run = |k: usize, schedule: &str| {
+            let out = Command::new(&exes[k])
+                .args(&quick[k].args)
+                .env("OMP_NUM_THREADS", "2")
+                .env("OMP_SCHEDULE", schedule)
+                .env_remove("LD_PRELOAD")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", quick[k].name);
+            parse_output(&String::from_utf8_lossy(&out.stdout))
+                .unwrap()
+                .checksum
+        };
+        let golden = [
+            15_109_685,
+            5_300_550,
+            3_304_894_978_257_526_784,
+            8_756_303_584_732_208_576,
+        ];
+        for (k, want) in golden.into_iter().enumerate() {
+            assert_eq!(run(k, "dynamic,3"), want, "{}", quick[k].name);
+            assert_eq!(run(k, "static"), want, "{}", quick[k].name);
+        }
+        // Mandelbrot: the sum of the Rust workload's escape times over the
+        // same two steps, pixel for pixel.
+        let zoom = MandelbrotZoom::from_spec(&Spec::parse("mandelbrot-zoom").unwrap()).unwrap();
+        let rust: f64 = (0..2)
+            .flat_map(|step| (0..256).map(move |c| (step, c)))
+            .map(|(step, c)| zoom.run(step, 0, c))
+            .sum();
+        assert_eq!(rust, golden[0] as f64);
+        // LavaMD: two steps of the Rust box loop's pair interactions.
+        use keel_workloads::loops::LoopWorkload;
+        let lava = LavaMdSteps::from_spec(&Spec::parse("lavamd-steps").unwrap()).unwrap();
+        assert_eq!(2 * lava.boxes().work().iter().sum::<u64>(), golden[1]);
+        // A bad argument is the program's usage error, not a crash.
+        let out = Command::new(&exes[0]).arg("x").output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let out = Command::new(&exes[1])
+            .args(["5", "5", "1", "3"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+    }
+
+    #[test]
+    fn output_is_parsed_or_refused() {
+        assert_eq!(
+            parse_output("loop_seconds=0.5 checksum=42 forces=1e3\n"),
+            Ok(RunOutput {
+                seconds: 0.5,
+                checksum: 42
+            })
+        );
+        for bad in [
+            "",
+            "checksum=1",
+            "loop_seconds=x checksum=1",
+            "loop_seconds=-1 checksum=1",
+            "loop_seconds=nan checksum=1",
+            "loop_seconds=1 checksum=-3",
+        ] {
+            assert!(parse_output(bad).is_err(), "{bad:?}");
+        }
+    }
+}
