@@ -15,10 +15,12 @@ mod table;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
+use wait_timeout::ChildExt;
 
 use crate::error::CliError;
 use crate::progress;
@@ -284,10 +286,9 @@ fn run_once(
             command.env("LD_PRELOAD", library).env("KEEL_SCHEDULE", s);
         }
     }
-    let output = command
-        .output()
-        .map_err(|e| CliError::Runtime(format!("cannot run {}: {e}", program.stem)))?;
     let what = format!("{} under {}", program.name, runtime.name());
+    let output = output_within(&mut command, RUN_LIMIT)
+        .map_err(|e| CliError::Runtime(format!("{what}: {e}")))?;
     if !output.status.success() {
         return Err(CliError::Runtime(format!(
             "{what} failed ({}): {}",
@@ -297,6 +298,55 @@ fn run_once(
     }
     programs::parse_output(&String::from_utf8_lossy(&output.stdout))
         .map_err(|e| CliError::Runtime(format!("{what}: {e}")))
+}
+
+/// How long one run of a benchmark program may take: every workload's run
+/// is well under a second on a quiet machine, so a run past this bound is
+/// a hung program (or a preload that deadlocked), killed and reported.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs `command` to completion, its output captured, killing it after
+/// `limit`.
+fn output_within(command: &mut Command, limit: Duration) -> Result<std::process::Output, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    // Drain both pipes while waiting, so that a chatty program cannot
+    // block on a full pipe.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut buf).map(|_| buf)
+    });
+    let err = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut buf).map(|_| buf)
+    });
+    let status = match child.wait_timeout(limit).map_err(|e| e.to_string())? {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "killed after {} s without finishing",
+                limit.as_secs()
+            ));
+        }
+    };
+    let collect = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| {
+        h.join()
+            .map_err(|_| "reading its output failed".to_string())?
+            .map_err(|e| e.to_string())
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: collect(out)?,
+        stderr: collect(err)?,
+    })
 }
 
 /// Medians, ratios, Oracle and goals of one workload.
@@ -387,5 +437,34 @@ fn summarise(
         configs: config_reports,
         oracle_held_out: oracle,
         goals,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_past_its_limit_is_killed_and_reported() {
+        let start = std::time::Instant::now();
+        let err = output_within(
+            Command::new("sh").args(["-c", "sleep 30"]),
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert!(err.contains("killed after"), "{err}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_run_within_its_limit_gives_its_output_and_status() {
+        let out = output_within(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+        assert_eq!(out.status.code(), Some(3));
     }
 }
