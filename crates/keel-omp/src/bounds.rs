@@ -89,7 +89,13 @@ impl Bounds {
     /// `0..iterations()`), as raw 64-bit words: `long` values as their
     /// two's complement.
     pub fn chunk(&self, offsets: std::ops::Range<u64>) -> (i64, i64) {
-        let n = self.iterations().unwrap_or(0);
+        self.chunk_of(offsets, self.iterations().unwrap_or(0))
+    }
+
+    /// [`chunk`](Self::chunk) for a loop whose `iterations()` is `n`,
+    /// known already: the per-chunk path counts the loop once, not per
+    /// chunk (a 128-bit division).
+    pub(crate) fn chunk_of(&self, offsets: std::ops::Range<u64>, n: u64) -> (i64, i64) {
         match *self {
             Bounds::Long { start, end, incr } => {
                 let at = |k: u64| (i128::from(start) + i128::from(k) * i128::from(incr)) as i64;

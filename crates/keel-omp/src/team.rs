@@ -270,6 +270,8 @@ pub(crate) enum Current {
     Taken {
         cursor: Option<CursorBox>,
         bounds: Bounds,
+        /// `bounds.iterations()`, counted once per loop.
+        iterations: u64,
     },
 }
 
@@ -326,6 +328,7 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
             Current::Taken {
                 cursor: Some(cursor),
                 bounds: call.bounds,
+                iterations: call.bounds.iterations().unwrap_or(0),
             }
         }
     };
@@ -352,14 +355,18 @@ pub(crate) enum Step {
 pub(crate) fn next() -> Step {
     let mut finished = None;
     let step = with_state(|st| match &mut st.current {
-        Current::Taken { cursor, bounds } => {
+        Current::Taken {
+            cursor,
+            bounds,
+            iterations,
+        } => {
             match cursor
                 .as_mut()
                 .and_then(|held| (**held).as_mut())
                 .and_then(Cursor::next_final_last)
             {
                 Some(offsets) => {
-                    let (s, e) = bounds.chunk(offsets);
+                    let (s, e) = bounds.chunk_of(offsets, *iterations);
                     Step::Chunk(s, e)
                 }
                 None => {
