@@ -40,8 +40,8 @@ pub(crate) fn restore_map(map: Option<KmpBounds>) {
 /// A thread's `init`: `true` when Keel runs the loop, `false` when the
 /// caller must forward the call to libomp.
 fn init(sched: i32, bounds: KmpBounds, site: usize) -> bool {
-    let (kind, monotonic) = match (kmp_schedule(sched), bounds.iterations()) {
-        (Some(decoded), Some(_)) => decoded,
+    let ((kind, monotonic), n) = match (kmp_schedule(sched), bounds.iterations()) {
+        (Some(decoded), Some(n)) => (decoded, n),
         _ => {
             // Not matched against the team's loops: every thread of the
             // team forwards this loop alike. A finished loop of Keel's
@@ -51,7 +51,6 @@ fn init(sched: i32, bounds: KmpBounds, site: usize) -> bool {
             return false;
         }
     };
-    let n = bounds.iterations().unwrap_or(0);
     let call = LoopCall {
         kind,
         monotonic,
