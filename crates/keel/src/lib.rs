@@ -67,6 +67,7 @@ mod enact;
 pub mod farm;
 pub mod loops;
 pub mod objects;
+pub mod output;
 pub mod pool;
 mod sync;
 pub mod tasks;

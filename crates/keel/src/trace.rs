@@ -63,7 +63,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, TryLockError};
@@ -292,41 +292,9 @@ impl Drop for FinishGuard {
     }
 }
 
-/// Opens `path` for the trace: never through a symbolic link, never
-/// anything but a regular file (a FIFO is opened non-blocking, so that the
-/// check is reached instead of a hang).
+/// Opens `path` for the trace ([`crate::output::create_regular_file`]).
 fn open(path: &Path) -> io::Result<File> {
-    let refused =
-        |what: &str| io::Error::other(format!("{what}; refusing to write the trace there"));
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => return Err(refused("is a symbolic link")),
-        Ok(meta) if !meta.is_file() => return Err(refused("is not a regular file")),
-        _ => {}
-    }
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o644)
-            // O_NONBLOCK only matters for a FIFO put there after the check
-            // above: its open fails or returns at once instead of waiting
-            // for a reader, and the fstat below refuses it. Writes to a
-            // regular file never return `WouldBlock`.
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(|e| {
-        #[cfg(unix)]
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            return refused("is a symbolic link");
-        }
-        e
-    })?;
-    if !file.metadata()?.is_file() {
-        return Err(refused("is not a regular file"));
-    }
-    Ok(file)
+    crate::output::create_regular_file(path, "the trace")
 }
 
 /// `keel: <program name>`, for the process track.

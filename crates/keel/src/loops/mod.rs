@@ -42,6 +42,7 @@ mod loom_tests;
 mod parallel;
 mod pooled;
 mod record;
+mod report;
 mod schedule;
 mod state;
 
@@ -68,9 +69,10 @@ pub use parallel::{
 };
 pub(crate) use pooled::LoopArea;
 pub use record::{
-    all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord,
-    SelectionTimeline,
+    all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord, ScheduleRun,
+    SelectionTimeline, SCHEDULE_RUNS,
 };
+pub use report::{report, LoopReport, ScheduleRunReport, SelectionReport, SelectionRunReport};
 pub use schedule::{Schedule, ScheduleError};
 
 /// Why a loop did not run, as the `try_` forms return it. No iteration

@@ -226,6 +226,33 @@ pub struct LoopRecord {
     /// Under `auto[,method]`: the schedule chosen at every instance, as a
     /// timeline.
     pub selection: Option<SelectionTimeline>,
+    /// Σ T_par over the recorded instances, in seconds.
+    pub total_time: f64,
+    /// The mean of the recorded instances' LIB, in percent.
+    pub mean_lib_percent: f64,
+    /// The schedule of every recorded instance, run-length encoded, in
+    /// instance order: one run while a fixed schedule runs, one per change
+    /// under `auto` or `omp_set_schedule`. At most [`SCHEDULE_RUNS`] runs
+    /// are kept (then the last run is not extended by a new schedule's
+    /// instances nor any later one: they are counted in
+    /// `schedule_runs_dropped`).
+    pub schedules: Vec<ScheduleRun>,
+    /// Instances whose run did not fit in `schedules`.
+    pub schedule_runs_dropped: u64,
+}
+
+/// Runs a [`LoopRecord`] keeps in its schedule history: enough for every
+/// change of a time-stepping loop's exploration and a few phase changes,
+/// small enough that a record stays a few kilobytes.
+pub const SCHEDULE_RUNS: usize = 64;
+
+/// Consecutive recorded instances of a loop that ran one schedule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScheduleRun {
+    /// The schedule's canonical spec.
+    pub schedule: String,
+    /// Instances in the run.
+    pub instances: u64,
 }
 
 /// The decisions of a loop's selection method at every instance,
@@ -294,6 +321,11 @@ impl LoopRecord {
         last.thread_iterations
             .extend(slots.iter().map(|s| s.iterations.load(Ordering::Relaxed)));
         last.lib_percent = keel_policy::metrics::lib_percent(&last.finish);
+        let lib_percent = last.lib_percent;
+        self.total_time += t_par;
+        self.mean_lib_percent += (lib_percent - self.mean_lib_percent) / self.instances as f64;
+        self.extend_schedules(schedule);
+        let last = &self.last;
 
         if profiled {
             let mut sums = ProfileSums::default();
@@ -315,6 +347,24 @@ impl LoopRecord {
         for (i, (&work, &time)) in last.thread_iterations.iter().zip(&last.busy).enumerate() {
             self.history[2 * i] += step * work as f64;
             self.history[2 * i + 1] += step * time;
+        }
+    }
+}
+
+impl LoopRecord {
+    /// Counts an instance of `schedule` in the run-length history; a new
+    /// run (one allocation) only when the schedule changed.
+    fn extend_schedules(&mut self, schedule: &str) {
+        let full = self.schedules.len() >= SCHEDULE_RUNS;
+        match self.schedules.last_mut() {
+            Some(run) if run.schedule == schedule && self.schedule_runs_dropped == 0 => {
+                run.instances += 1
+            }
+            _ if full || self.schedule_runs_dropped > 0 => self.schedule_runs_dropped += 1,
+            _ => self.schedules.push(ScheduleRun {
+                schedule: schedule.to_string(),
+                instances: 1,
+            }),
         }
     }
 }

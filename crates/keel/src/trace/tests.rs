@@ -1,4 +1,5 @@
 use super::*;
+use std::fs::OpenOptions;
 
 fn chunk() -> ChunkEvent {
     let now = Instant::now();
