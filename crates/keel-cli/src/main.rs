@@ -17,6 +17,7 @@ mod error;
 mod map;
 mod omp;
 mod omp_bench;
+mod omp_report;
 mod plot;
 mod policies;
 mod progress;
@@ -88,6 +89,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
                 Ok(())
             }
             omp::OmpCommand::Bench(args) => omp_bench::run(&args, out),
+            omp::OmpCommand::Report(args) => omp_report::run(&args, out),
         },
     }
 }

@@ -4,6 +4,7 @@
 //! `guided` loops) run under Keel's schedules (docs/openmp-interposer.md).
 
 use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,6 +31,11 @@ pub enum OmpCommand {
     /// loops, compiled with `gcc -fopenmp -O2`, run under libgomp's
     /// schedules and under Keel's (preloaded), round by round.
     Bench(crate::omp_bench::BenchArgs),
+    /// Print the per-loop report of programs run with `keel omp run
+    /// --report-file FILE` (or `KEEL_OMP_REPORT=FILE`): per loop (call
+    /// site, with its symbol), instances, total time, mean LIB and the
+    /// schedules it ran over time.
+    Report(crate::omp_report::ReportArgs),
 }
 
 /// `keel omp run`.
@@ -44,6 +50,19 @@ pub struct RunArgs {
     /// or both, comma-separated.
     #[arg(long, value_name = "KINDS")]
     pub take: Option<String>,
+    /// Record every loop Keel takes and print the per-loop report (on
+    /// standard error) when the program ends.
+    #[arg(long)]
+    pub report: bool,
+    /// Record every loop Keel takes and write the report to FILE (one
+    /// JSON line per process; `keel omp report FILE` prints it). The
+    /// file is created afresh.
+    #[arg(long, value_name = "FILE")]
+    pub report_file: Option<PathBuf>,
+    /// Write Keel's trace of every chunk to FILE (`KEEL_TRACE`; Chrome's
+    /// trace format, which ui.perfetto.dev and chrome://tracing open).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// The preload library (default: `libkeel_omp.so` next to this
     /// executable, or in its `deps/` folder).
     #[arg(long, value_name = "PATH")]
@@ -87,10 +106,55 @@ pub fn run(args: &RunArgs) -> Result<u8, CliError> {
     if let Some(take) = &args.take {
         command.env("KEEL_OMP_TAKE", take);
     }
+    if let Some(trace) = &args.trace {
+        command.env("KEEL_TRACE", trace);
+    }
+    // A private folder (mode 0700) holds the report that is only printed.
+    let private = match (&args.report_file, args.report) {
+        (None, true) => Some(tempfile::Builder::new().prefix("keel-omp-").tempdir()?),
+        _ => None,
+    };
+    let report_file = match (&args.report_file, &private) {
+        (Some(file), _) => {
+            keel::output::create_regular_file(file, "the loop report")
+                .map_err(|e| CliError::Runtime(format!("--report-file {}: {e}", file.display())))?;
+            Some(std::path::absolute(file)?)
+        }
+        (None, Some(dir)) => Some(dir.path().join("report.jsonl")),
+        (None, None) => None,
+    };
+    if let Some(file) = &report_file {
+        command.env("KEEL_OMP_REPORT", file);
+    }
     let status = command.status().map_err(|e| {
         CliError::Runtime(format!("cannot run {}: {e}", Path::new(program).display()))
     })?;
+    if let (true, Some(file)) = (args.report, &report_file) {
+        print_report(file);
+    }
     Ok(exit_code(status))
+}
+
+/// The report on standard error, after the program's own output; a
+/// program that took no loop (or did not exit normally) gets a line
+/// saying so instead.
+fn print_report(file: &Path) {
+    let mut err = std::io::stderr().lock();
+    if !file.exists() {
+        let _ = writeln!(
+            err,
+            "keel omp report: no loop report: no process under libkeel_omp.so took a loop and exited normally"
+        );
+        return;
+    }
+    let printed = crate::omp_report::read_reports(file).and_then(|mut reports| {
+        crate::omp_report::name_call_sites(&mut reports);
+        writeln!(err, "keel omp report:")?;
+        crate::omp_report::write_tables(&reports, &mut err)
+    });
+    if let Err(e) = printed {
+        let _ = writeln!(err, "keel omp report: {e}");
+    }
 }
 
 /// The preload library: `given` if it is a file, else `libkeel_omp.so`

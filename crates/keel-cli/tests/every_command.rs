@@ -65,6 +65,12 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
         text.push_str(&format!("0,{}\n", i % 7 + 1));
     }
     std::fs::write(&trace, text).unwrap();
+    let omp_report = dir.path().join("report.jsonl");
+    std::fs::write(
+        &omp_report,
+        r#"{"format":"keel-omp-report","version":1,"program":"/bin/app","pid":1,"taken":3,"forwarded":0,"loops":[{"object":null,"offset":null,"name":"omp:app+0x10","instances":3,"total_time":0.25,"mean_lib_percent":4.0,"threads":2,"iterations":100,"schedules":[{"schedule":"gss","instances":3}],"schedule_runs_dropped":0,"selection":null}]}"#,
+    )
+    .unwrap();
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let form = |args: &[&str]| Some(args.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     BTreeMap::from([
@@ -226,6 +232,7 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
         // Needs gcc and libkeel_omp.so beside keel; `tests/omp.rs` runs
         // its quick form where both are there.
         ("omp bench", None),
+        ("omp report", form(&["omp", "report", &path(&omp_report)])),
     ])
 }
 

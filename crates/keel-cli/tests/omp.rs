@@ -203,3 +203,217 @@ fn omp_bench_refuses_bad_arguments_before_running_anything() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// Skips (with a line CI counts) where gcc or the library is missing;
+/// CI names `gcc -fopenmp` in KEEL_TESTS_REQUIRE, where a missing
+/// compiler fails instead.
+fn can_run_openmp(test: &str) -> bool {
+    if !gcc_openmp() {
+        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r.trim() == "gcc -fopenmp"),
+            "{test} needs gcc -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
+        );
+        eprintln!("SKIPPED: {test} needs gcc -fopenmp");
+        return false;
+    }
+    if !library_beside_keel() {
+        eprintln!("SKIPPED: {test} needs libkeel_omp.so beside keel");
+        return false;
+    }
+    true
+}
+
+/// Two `schedule(runtime)` loops run `steps` times (argv[1]), then, with
+/// a second argument, a fork whose child exits: it must not write a report.
+const TWO_LOOPS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int steps = argc > 1 ? atoi(argv[1]) : 1;
+    long s = 0;
+    for (int t = 0; t < steps; t++) {
+        #pragma omp parallel for schedule(runtime) reduction(+:s)
+        for (int i = 0; i < 1000; i++) s += i % 7;
+        #pragma omp parallel for schedule(runtime) reduction(+:s)
+        for (int i = 0; i < 10; i++) s += i;
+    }
+    if (argc > 2) {
+        pid_t child = fork();
+        if (child == 0) exit(0);
+        waitpid(child, NULL, 0);
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+fn build_two_loops(dir: &std::path::Path) -> std::path::PathBuf {
+    let src = dir.join("two.c");
+    let exe = dir.join("two");
+    std::fs::write(&src, TWO_LOOPS).unwrap();
+    let out = std::process::Command::new("gcc")
+        .args(["-fopenmp", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn the_report_names_each_loop_and_counts_its_instances() {
+    if !can_run_openmp("the_report_names_each_loop_and_counts_its_instances") {
+        return;
+    }
+    let dir = tempfile::TempDir::new().unwrap();
+    let exe = build_two_loops(dir.path());
+    let report = dir.path().join("report.jsonl");
+    // A stale line in the file is replaced: --report-file creates it afresh.
+    std::fs::write(&report, "stale\n").unwrap();
+    let out = keel()
+        .env("OMP_NUM_THREADS", "2")
+        .args(["omp", "run", "--schedule", "guided", "--report-file"])
+        .arg(&report)
+        .arg("--")
+        .arg(&exe)
+        .args(["5", "fork"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (5 * ((0..1000).map(|i| i % 7).sum::<i64>() + 45)).to_string()
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "the forked child wrote nothing: {text}"
+    );
+
+    let out = keel()
+        .args(["omp", "report", "--json"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let process = &doc["processes"][0];
+    assert_eq!(process["taken"], 10);
+    let loops = process["loops"].as_array().unwrap();
+    assert_eq!(loops.len(), 2, "{doc}");
+    for l in loops {
+        assert_eq!(l["instances"], 5, "{l}");
+        assert_eq!(l["schedules"][0]["schedule"], "gss", "{l}");
+        assert_eq!(l["threads"], 2, "{l}");
+        // GCC names outlined regions `main._omp_fn.N`; the table shows it.
+        let symbol = l["symbol"].as_str().unwrap_or_default();
+        assert!(symbol.starts_with("main._omp_fn."), "{l}");
+        assert!(l["total_time"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    let iterations: Vec<u64> = loops
+        .iter()
+        .map(|l| l["iterations"].as_u64().unwrap())
+        .collect();
+    assert!(
+        iterations.contains(&1000) && iterations.contains(&10),
+        "{iterations:?}"
+    );
+
+    let out = keel()
+        .args(["omp", "report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("Keel took 10 loop instances"), "{table}");
+    assert_eq!(table.matches("main._omp_fn.").count(), 2, "{table}");
+    assert!(table.contains("gss×5"), "{table}");
+}
+
+#[test]
+fn run_with_report_prints_every_process_after_the_program() {
+    if !can_run_openmp("run_with_report_prints_every_process_after_the_program") {
+        return;
+    }
+    let dir = tempfile::TempDir::new().unwrap();
+    let exe = build_two_loops(dir.path());
+    let exe = exe.to_str().unwrap();
+    // Two OpenMP processes under one report: one table each.
+    let out = keel()
+        .env("OMP_NUM_THREADS", "2")
+        .args(["omp", "run", "--report", "--schedule", "static", "--"])
+        .args(["sh", "-c", &format!("{exe} 3 && {exe} 4")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("keel omp report:").count(), 1, "{stderr}");
+    assert!(stderr.contains("Keel took 6 loop instances"), "{stderr}");
+    assert!(stderr.contains("Keel took 8 loop instances"), "{stderr}");
+    assert!(
+        stderr.contains("static×3") && stderr.contains("static×4"),
+        "{stderr}"
+    );
+
+    // A program that takes no loop leaves no report, and says so.
+    let out = keel()
+        .args(["omp", "run", "--report", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no loop report"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_library_never_writes_its_report_through_a_symbolic_link() {
+    if !can_run_openmp("the_library_never_writes_its_report_through_a_symbolic_link") {
+        return;
+    }
+    let dir = tempfile::TempDir::new().unwrap();
+    let exe = build_two_loops(dir.path());
+    let target = dir.path().join("precious");
+    std::fs::write(&target, "keep me\n").unwrap();
+    let link = dir.path().join("report.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let keel = assert_cmd::cargo::cargo_bin("keel");
+    let library = [
+        keel.with_file_name("libkeel_omp.so"),
+        keel.parent().unwrap().join("deps/libkeel_omp.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .unwrap();
+    let out = std::process::Command::new(&exe)
+        .arg("2")
+        .env("LD_PRELOAD", &library)
+        .env("OMP_NUM_THREADS", "2")
+        .env("KEEL_SCHEDULE", "static")
+        .env("KEEL_OMP_REPORT", &link)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+}

@@ -52,6 +52,8 @@ mod kmp;
 mod ompt;
 #[cfg(not(loom))]
 mod real;
+#[cfg(not(loom))]
+mod report;
 mod ring;
 #[cfg(not(loom))]
 mod settings;

@@ -200,6 +200,7 @@ pub(crate) fn settings() -> &'static Settings {
             eprintln!("keel-omp: warning: {warning}");
         }
         finish_trace_at_exit();
+        crate::report::arm();
         settings
     })
 }

@@ -39,3 +39,23 @@ macro_rules! with_site {
 pub(crate) fn site(bits: f64) -> usize {
     bits.to_bits() as usize
 }
+
+/// The loaded object holding code address `site` (its path as the dynamic
+/// loader knows it) and the address's offset in it: a name for the loop
+/// that is stable across runs despite address randomisation, and what a
+/// tool needs to find the symbol. `None` when no loaded object holds it.
+pub(crate) fn locate(site: usize) -> Option<(String, usize)> {
+    // SAFETY: an all-zero Dl_info is a valid out-parameter.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`.
+    let found = unsafe { libc::dladdr(site as *const libc::c_void, &mut info) } != 0;
+    if !found || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr's file name is a NUL-terminated string.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    Some((
+        path.into_owned(),
+        site.wrapping_sub(info.dli_fbase as usize),
+    ))
+}

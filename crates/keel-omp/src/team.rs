@@ -193,6 +193,22 @@ impl std::hash::Hasher for AddressHasher {
     }
 }
 
+/// Every call site whose loop some first arrival took, with what it keeps.
+fn site_table() -> &'static Mutex<HashMap<usize, Site, SiteHash>> {
+    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
+    SITES.get_or_init(|| Mutex::new(HashMap::default()))
+}
+
+/// The call sites of the loops Keel took, each with its loop's identity
+/// in Keel's records.
+pub(crate) fn taken_sites() -> Vec<(usize, LoopId)> {
+    let sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
+    sites
+        .iter()
+        .map(|(&site, s)| (site, s.id.clone()))
+        .collect()
+}
+
 /// A workshare for an instance of the loop at `site`.
 fn workshare(
     site: usize,
@@ -200,9 +216,7 @@ fn workshare(
     n: u64,
     threads: usize,
 ) -> Arc<Workshare<'static>> {
-    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
-    let sites = SITES.get_or_init(|| Mutex::new(HashMap::default()));
-    let mut sites = sites.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
     let entry = sites.entry(site).or_insert_with(|| Site {
         id: LoopId::named(site_name(site)),
         spare: None,
@@ -225,25 +239,14 @@ fn workshare(
 /// The loop's name: the object holding the call site and the site's
 /// offset in it (stable across runs despite address randomisation).
 fn site_name(site: usize) -> String {
-    // SAFETY: an all-zero Dl_info is a valid out-parameter.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the address and fills `info`.
-    let found = unsafe { libc::dladdr(site as *const libc::c_void, &mut info) } != 0;
-    if found && !info.dli_fname.is_null() {
-        // SAFETY: dladdr's file name is a NUL-terminated string.
-        let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-        let file = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let file = if file.is_empty() {
-            "main".to_string()
-        } else {
-            file
-        };
-        return format!(
-            "omp:{file}+{:#x}",
-            site.wrapping_sub(info.dli_fbase as usize)
-        );
+    match crate::site::locate(site) {
+        Some((path, offset)) => {
+            let file = path.rsplit('/').next().unwrap_or(&path);
+            let file = if file.is_empty() { "main" } else { file };
+            format!("omp:{file}+{offset:#x}")
+        }
+        None => format!("omp:{site:#x}"),
     }
-    format!("omp:{site:#x}")
 }
 
 /// A thread's place in a wrapped team.

@@ -1,5 +1,5 @@
 //! Files Keel writes where a user (or an environment variable) points it:
-//! traces, reports. Keel may run as root in a directory others can write,
+//! traces, reports (created afresh, or appended to by several processes). Keel may run as root in a directory others can write,
 //! so such a file is never opened through a symbolic link and is never
 //! anything but a regular file.
 
@@ -25,6 +25,29 @@ use std::path::Path;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn create_regular_file(path: &Path, what: &str) -> io::Result<File> {
+    open_regular(path, what, false)
+}
+
+/// Opens `path` to append `what` to it, creating it if needed, under the
+/// same rules as [`create_regular_file`]: what several processes write to
+/// one file, each with one `write` of a whole record (a regular file
+/// opened with `O_APPEND` takes each such write at its end, unmixed).
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("lines.jsonl");
+/// for line in [b"1\n", b"2\n"] {
+///     keel::output::append_regular_file(&path, "the report")?.write_all(line)?;
+/// }
+/// assert_eq!(std::fs::read_to_string(&path)?, "1\n2\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn append_regular_file(path: &Path, what: &str) -> io::Result<File> {
+    open_regular(path, what, true)
+}
+
+fn open_regular(path: &Path, what: &str, append: bool) -> io::Result<File> {
     let refused = |why: &str| io::Error::other(format!("{why}; refusing to write {what} there"));
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => return Err(refused("is a symbolic link")),
@@ -32,7 +55,11 @@ pub fn create_regular_file(path: &Path, what: &str) -> io::Result<File> {
         _ => {}
     }
     let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    if append {
+        options.append(true).create(true);
+    } else {
+        options.write(true).create(true).truncate(true);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -1,0 +1,128 @@
+//! `KEEL_OMP_REPORT=file`: every loop Keel takes is recorded, and when the
+//! process exits it appends one line of JSON to `file` — its per-loop
+//! report (`keel::loops::report`), each loop with the object and offset
+//! of its call site — which `keel omp report` prints as a table. One line
+//! per process, so that a script running several OpenMP programs under
+//! one report keeps them all; a forked child that calls `exit` writes
+//! nothing (its parent's loops are not its own).
+//!
+//! The line's format, version 1 (`docs/openmp-interposer.md#the-loop-report`):
+//! `{"format":"keel-omp-report","version":1,"program":…,"pid":…,
+//! "taken":…,"forwarded":…,"loops":[{"object":…,"offset":…,"name":…,
+//! "instances":…,"total_time":…,"mean_lib_percent":…,…}]}`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use keel::loops::{record, LoopReport};
+
+/// The environment variable naming the report file.
+pub(crate) const ENV_REPORT: &str = "KEEL_OMP_REPORT";
+
+/// The report's `format` field: what a reader checks first.
+const FORMAT: &str = "keel-omp-report";
+
+/// The process that armed the report, and the file.
+static ARMED: OnceLock<(u32, PathBuf)> = OnceLock::new();
+
+/// With `KEEL_OMP_REPORT` set, records every loop Keel takes from now on
+/// and writes the report when the process exits.
+pub(crate) fn arm() {
+    let Some(path) = std::env::var_os(ENV_REPORT).filter(|v| !v.is_empty()) else {
+        return;
+    };
+    keel::loops::record_all(true);
+    if ARMED.set((std::process::id(), PathBuf::from(path))).is_ok() {
+        // SAFETY: `write_at_exit` is an `extern "C" fn()` that never unwinds.
+        unsafe { libc::atexit(write_at_exit) };
+    }
+}
+
+extern "C" fn write_at_exit() {
+    let Some((pid, path)) = ARMED.get() else {
+        return;
+    };
+    if *pid != std::process::id() {
+        return;
+    }
+    let written = std::panic::catch_unwind(|| {
+        let mut line = serde_json::to_vec(&ProcessReport::now())?;
+        line.push(b'\n');
+        // One write of the whole line: lines of processes that exit at
+        // once do not interleave.
+        keel::output::append_regular_file(path, "the loop report")?.write_all(&line)
+    });
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => eprintln!(
+            "keel-omp: warning: the loop report was not written to {}: {err}",
+            path.display()
+        ),
+        Err(_) => eprintln!("keel-omp: warning: the loop report could not be made"),
+    }
+}
+
+/// One process's report.
+#[derive(Serialize)]
+struct ProcessReport {
+    format: &'static str,
+    version: u32,
+    /// The program's executable.
+    program: String,
+    pid: u32,
+    /// Loop instances Keel took, and instances it forwarded to the
+    /// runtime after deciding.
+    taken: u64,
+    forwarded: u64,
+    /// The loops Keel took, the one that took the most time first.
+    loops: Vec<SiteReport>,
+}
+
+/// One loop: where it is and what it measured.
+#[derive(Serialize)]
+struct SiteReport {
+    /// The loaded object (executable or library) holding the call site.
+    object: Option<String>,
+    /// The call site's offset in `object`.
+    offset: Option<u64>,
+    #[serde(flatten)]
+    report: LoopReport,
+}
+
+impl ProcessReport {
+    fn now() -> Self {
+        let mut loops: Vec<SiteReport> = crate::team::taken_sites()
+            .into_iter()
+            .filter_map(|(site, id)| {
+                let rec = record(id.clone())?;
+                let located = crate::site::locate(site);
+                Some(SiteReport {
+                    object: located.as_ref().map(|(path, _)| path.clone()),
+                    offset: located.map(|(_, offset)| offset as u64),
+                    report: LoopReport::of(&id, &rec),
+                })
+            })
+            .collect();
+        loops.sort_by(|a, b| {
+            b.report
+                .total_time
+                .total_cmp(&a.report.total_time)
+                .then_with(|| a.report.name.cmp(&b.report.name))
+        });
+        ProcessReport {
+            format: FORMAT,
+            version: 1,
+            program: std::env::current_exe()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            pid: std::process::id(),
+            taken: crate::team::TAKEN.load(Relaxed),
+            forwarded: crate::team::FORWARDED.load(Relaxed),
+            loops,
+        }
+    }
+}
