@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes `mpicc` and `mpiexec` (MPICH) work, for keel-cosched's `mpich` feature
-# (the PMPI monitoring wrapper's test).
+# (the PMPI monitoring wrapper's test) and keel-mpi's `mpi` feature, whose
+# rsmpi bindings are generated with bindgen and so also need libclang.
 #
 # Compiles and runs a one-rank MPI program first; only when that fails does it
 # install Debian's `mpich` (mpiexec, the Hydra launcher) and `libmpich-dev`
@@ -33,14 +34,28 @@ C
     return 1
 }
 
-if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1 && probe; then
-    echo "install-mpich: mpicc and mpiexec work already"
-    exit 0
-fi
+# bindgen (rsmpi's build) loads libclang at build time.
+have_libclang() {
+    compgen -G "/usr/lib/*/libclang*.so*" >/dev/null || compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null
+}
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+
+ensure_libclang() {
+    if have_libclang; then return 0; fi
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends libclang-dev
+    have_libclang || { echo "install-mpich: libclang still missing after installing libclang-dev" >&2; exit 1; }
+}
+
+if command -v mpicc >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1 && probe; then
+    ensure_libclang
+    echo "install-mpich: mpicc, mpiexec and libclang work already"
+    exit 0
+fi
+
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends mpich libmpich-dev
 
@@ -54,6 +69,7 @@ if command -v update-alternatives >/dev/null 2>&1; then
 fi
 
 if probe; then
+    ensure_libclang
     echo "install-mpich: installed mpich and libmpich-dev; mpicc and mpiexec work"
 else
     echo "install-mpich: mpicc or mpiexec still fails after installing mpich and libmpich-dev" >&2

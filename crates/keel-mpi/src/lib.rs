@@ -1,0 +1,53 @@
+//! Keel across MPI ranks.
+//!
+//! Where a program outgrows one machine it runs on MPI, the engine its
+//! cluster already has; Keel decides where its objects go. This crate
+//! holds the distributed side of that:
+//!
+//! - [`plan`]: the **plan-only API**, in Zoltan's shape. Each rank passes
+//!   its objects' global ids and weights (optionally sizes and whether
+//!   they may move) and its background load; every rank gets back its
+//!   export and import lists, from one registry policy
+//!   ([`DEFAULT_PLAN_POLICY`] unless told) run on the gathered problem
+//!   with ranks as PUs. The program moves its own data.
+//! - [`Collective`]: the few collective operations the protocols use, over
+//!   MPI ([`MpiComm`], cargo feature `mpi`, through rsmpi) or over ranks
+//!   that are threads of one process ([`LocalRanks`]: tests, examples, a
+//!   single machine).
+//!
+//! Every rank passes its input through the collective call even when it
+//! is wrong, with its own verdict on it, so a bad input on one rank is the
+//! same typed error on every rank instead of a rank left waiting.
+//!
+//! ```
+//! use keel_mpi::{plan, Collective, LocalObject, LocalRanks, PlanRequest};
+//!
+//! let plans = LocalRanks::run(4, |comm| {
+//!     // Rank r holds objects r*10 .. r*10+10, rank 0's ten times heavier.
+//!     let weight = if comm.rank() == 0 { 10.0 } else { 1.0 };
+//!     let objects: Vec<LocalObject> = (0..10)
+//!         .map(|i| LocalObject::new(comm.rank() as u64 * 10 + i, weight))
+//!         .collect();
+//!     plan(comm, &PlanRequest::new(&objects)).unwrap()
+//! });
+//! let plans: Vec<_> = plans.into_iter().map(Result::unwrap).collect();
+//! let exported: usize = plans.iter().map(|p| p.exports.len()).sum();
+//! let imported: usize = plans.iter().map(|p| p.imports.len()).sum();
+//! assert_eq!(exported, imported);
+//! assert!(plans[0].metrics.lambda_after < plans[0].metrics.lambda_before);
+//! ```
+
+mod comm;
+mod local;
+#[cfg(feature = "mpi")]
+mod mpi_comm;
+mod plan;
+mod wire;
+
+pub use comm::{Collective, CommError};
+pub use local::{LocalComm, LocalRanks, RankPanicked};
+#[cfg(feature = "mpi")]
+pub use mpi_comm::MpiComm;
+pub use plan::{
+    plan, LocalObject, Plan, PlanError, PlanMetrics, PlanRequest, Transfer, DEFAULT_PLAN_POLICY,
+};

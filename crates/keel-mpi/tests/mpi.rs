@@ -1,0 +1,108 @@
+//! The plan-only API under real MPI (MPICH's `mpiexec`): every rank's
+//! lists pair up, a bad input on one rank is the same error on the
+//! others, and a rank that dies ends the job with its message instead of
+//! a hang. Built with `--features mpi` (CI: after scripts/install-mpich.sh);
+//! each job runs under a deadline.
+#![cfg(feature = "mpi")]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use wait_timeout::ChildExt;
+
+/// The example `cargo test --features mpi` builds beside the tests.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let path = dir.join("examples").join("mpi_plan");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo test -p keel-mpi --features mpi` (all targets), which builds it",
+        path.display()
+    );
+    path
+}
+
+/// Runs `mpiexec -n ranks mpi_plan args` with a deadline: (status, stdout, stderr).
+fn mpiexec(ranks: usize, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new("mpiexec")
+        .arg("-n")
+        .arg(ranks.to_string())
+        .arg(example())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpiexec runs (scripts/install-mpich.sh installs it)");
+    let status = match child.wait_timeout(Duration::from_secs(120)).unwrap() {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            panic!("mpiexec -n {ranks} mpi_plan {args:?} still ran after 120 s: a hang");
+        }
+    };
+    let out = child.wait_with_output().unwrap();
+    (
+        status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn field(line: &str, name: &str) -> usize {
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == name);
+    words.next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn exports_and_imports_pair_up_on_one_two_and_four_ranks() {
+    for ranks in [1, 2, 4] {
+        let (status, stdout, stderr) = mpiexec(ranks, &[]);
+        assert_eq!(status, Some(0), "{stdout}{stderr}");
+        let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
+        assert_eq!(lines.len(), ranks, "{stdout}");
+        let exports: usize = lines.iter().map(|l| field(l, "exports")).sum();
+        let imports: usize = lines.iter().map(|l| field(l, "imports")).sum();
+        let kept: usize = lines.iter().map(|l| field(l, "keeps")).sum();
+        assert_eq!(exports, imports, "{stdout}");
+        // Every object is somewhere exactly once: kept or imported.
+        assert_eq!(kept + imports, 16 * ranks, "{stdout}");
+        let summary = stdout.lines().find(|l| l.starts_with("lambda")).unwrap();
+        let words: Vec<&str> = summary.split_whitespace().collect();
+        let (before, after): (f64, f64) = (words[1].parse().unwrap(), words[3].parse().unwrap());
+        assert!(after <= before, "{summary}");
+        if ranks > 1 {
+            assert!(after < 0.05 && before > 0.5, "{summary}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_input_on_one_rank_is_one_error_everywhere() {
+    let (status, stdout, stderr) = mpiexec(3, &["bad", "1"]);
+    assert_ne!(status, Some(0), "{stdout}{stderr}");
+    let errors: Vec<&str> = stdout.lines().filter(|l| l.contains("error:")).collect();
+    assert!(!errors.is_empty(), "{stdout}{stderr}");
+    for line in errors {
+        assert!(
+            line.ends_with(
+                "error: rank 1: object 3 (id 19) has weight NaN (must be finite and ≥ 0)"
+            ),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job_with_its_message() {
+    let (status, stdout, stderr) = mpiexec(3, &["die", "2"]);
+    assert_ne!(status, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "keel-mpi: rank 2 of 3 panicked: rank 2 dies before the plan, as asked; aborting the MPI job"
+        ),
+        "{stderr}"
+    );
+}
