@@ -1,5 +1,5 @@
 //! The collective operations Keel's distributed protocols need, over any
-//! layer that provides them: MPI ([`crate::MpiComm`], feature `mpi`) on a
+//! layer that provides them: MPI (`MpiComm`, feature `mpi`) on a
 //! cluster, [`crate::LocalRanks`] (threads as ranks) in tests and in one
 //! process.
 //!

@@ -11,7 +11,7 @@
 //!   ([`DEFAULT_PLAN_POLICY`] unless told) run on the gathered problem
 //!   with ranks as PUs. The program moves its own data.
 //! - [`Collective`]: the few collective operations the protocols use, over
-//!   MPI ([`MpiComm`], cargo feature `mpi`, through rsmpi) or over ranks
+//!   MPI (`MpiComm`, cargo feature `mpi`, through rsmpi) or over ranks
 //!   that are threads of one process ([`LocalRanks`]: tests, examples, a
 //!   single machine).
 //!
