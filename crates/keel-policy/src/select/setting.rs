@@ -16,13 +16,13 @@ use super::{LoopSelector, DEFAULT_RECORD_RUNS};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// Keel's own method ([`keel`]); what `auto` alone means.
+    /// Keel's own method ([`keel`](super::keel)); what `auto` alone means.
     Keel,
-    /// Auto4OMP's ExpertSel ([`expert`]).
+    /// Auto4OMP's ExpertSel ([`expert`](super::expert)).
     Expert,
-    /// Auto4OMP's ExhaustiveSel ([`exhaustive`]).
+    /// Auto4OMP's ExhaustiveSel ([`exhaustive`](super::exhaustive)).
     Exhaustive,
-    /// Auto4OMP's RandomSel ([`random`]).
+    /// Auto4OMP's RandomSel ([`random`](super::random)).
     Random,
 }
 
@@ -75,7 +75,7 @@ pub struct AutoSpec {
     /// Whether the expert chunk replaces the chunk parameter (on by default
     /// under `auto`; the context maps `KEEL_EXPERT_CHUNK=0|1` onto it).
     pub expert_chunk: bool,
-    /// Capacity of each loop's [`Record`] in runs.
+    /// Capacity of each loop's [`Record`](super::Record) in runs.
     pub record_runs: usize,
     /// See [`AutoSpec::pin`]; private so that it is always a portfolio
     /// index.
