@@ -43,6 +43,7 @@
 //! assert!(run.into_objects().iter().all(|c| c.hits == 100));
 //! ```
 
+mod builder;
 mod error;
 mod remap;
 mod report;
@@ -54,9 +55,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::mapping::{self, MappingPolicy};
-use keel_policy::{metrics, Concept, ContextHandler, Model, Origin, Subject};
+use keel_policy::mapping::MappingPolicy;
+use keel_policy::metrics;
 
+pub use builder::ObjectsBuilder;
 pub use error::ObjectsError;
 pub use report::{Rebalance, RunReport, StepReport};
 
@@ -187,218 +189,6 @@ impl<T> PuState<T> {
     /// can help with. Stable, so ties keep their order; measured work only.
     fn sort_for_stealing(&mut self) {
         self.entries.sort_by(|a, b| a.last.total_cmp(&b.last));
-    }
-}
-
-/// Builds [`Objects`], naming every choice.
-#[derive(Clone, Debug, Default)]
-pub struct ObjectsBuilder {
-    policy: Option<String>,
-    initial: Option<String>,
-    period: Option<usize>,
-    stealing: Option<String>,
-    migratable: Option<Vec<bool>>,
-    available: Option<Vec<bool>>,
-    speeds: Option<Vec<f64>>,
-}
-
-impl ObjectsBuilder {
-    /// The mapping policy spec for remaps (wins over `KEEL_LB`).
-    pub fn policy(mut self, spec: impl Into<String>) -> Self {
-        self.policy = Some(spec.into());
-        self
-    }
-
-    /// The mapping policy spec for the first placement (default `block`;
-    /// it sees zero loads).
-    pub fn initial(mut self, spec: impl Into<String>) -> Self {
-        self.initial = Some(spec.into());
-        self
-    }
-
-    /// Remap after every `steps` steps (≥ 1). Unset: only on request.
-    pub fn period(mut self, steps: usize) -> Self {
-        self.period = Some(steps);
-        self
-    }
-
-    /// The exposure policy of potential tasks (`none` turns stealing off;
-    /// default `history-idle`).
-    pub fn stealing(mut self, spec: impl Into<String>) -> Self {
-        self.stealing = Some(spec.into());
-        self
-    }
-
-    /// Which objects may move (one flag per object; default all).
-    pub fn migratable(mut self, flags: Vec<bool>) -> Self {
-        self.migratable = Some(flags);
-        self
-    }
-
-    /// Which PUs may run objects (one flag per PU; default all).
-    pub fn available(mut self, flags: Vec<bool>) -> Self {
-        self.available = Some(flags);
-        self
-    }
-
-    /// Each PU's relative speed (one per PU, finite and > 0; default: no
-    /// speeds, every PU counts as 1). Keel measures times, not speeds: a PU
-    /// known to be slower (a small core, a core shared with another job) is
-    /// declared here. A remap then offers the speeds to the policy and
-    /// turns each object's measured time into work, time × the speed of the
-    /// PU it ran on, as Charm++'s load database normalises object times by
-    /// PE speed; background stays time. Speed-aware policies (`lpt-eft`,
-    /// and `greedy` in normalised time) read them.
-    ///
-    /// ```
-    /// use keel::objects::{Object, Objects, StepContext};
-    /// struct Busy;
-    /// impl Object for Busy {
-    ///     fn step(&mut self, _: &StepContext<'_>) {
-    ///         std::hint::black_box((0..20_000u64).sum::<u64>());
-    ///     }
-    /// }
-    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
-    /// let mut run = Objects::builder()
-    ///     .policy("lpt-eft")
-    ///     .speeds(vec![1.0, 0.5])
-    ///     .build(&pool, (0..8).map(|_| Busy).collect())
-    ///     .unwrap();
-    /// run.run(2).unwrap();
-    /// let rebalance = run.rebalance().unwrap();
-    /// assert_eq!(rebalance.policy, "lpt-eft");
-    /// assert_eq!(run.speeds(), Some(&[1.0, 0.5][..]));
-    /// ```
-    pub fn speeds(mut self, speeds: Vec<f64>) -> Self {
-        self.speeds = Some(speeds);
-        self
-    }
-
-    /// Places `objects` on the PUs of `pool` (one PU per participant).
-    pub fn build<T: Object>(
-        self,
-        pool: &ThreadPool,
-        objects: Vec<T>,
-    ) -> Result<Objects<'_, T>, ObjectsError> {
-        let pus = pool.threads();
-        let n = objects.len();
-        if self.period == Some(0) {
-            return Err(ObjectsError::ZeroPeriod);
-        }
-        let check = |what, v: &Option<Vec<bool>>, expected, unit| match v {
-            Some(v) if v.len() != expected => Err(ObjectsError::LengthMismatch {
-                what,
-                expected,
-                found: v.len(),
-                unit,
-            }),
-            _ => Ok(()),
-        };
-        check("migratable", &self.migratable, n, "object")?;
-        check("available", &self.available, pus, "PU")?;
-        if let Some(speeds) = &self.speeds {
-            if speeds.len() != pus {
-                return Err(ObjectsError::LengthMismatch {
-                    what: "speeds",
-                    expected: pus,
-                    found: speeds.len(),
-                    unit: "PU",
-                });
-            }
-            if let Some((pu, &speed)) = speeds
-                .iter()
-                .enumerate()
-                .find(|(_, s)| !(s.is_finite() && **s > 0.0))
-            {
-                return Err(ObjectsError::InvalidSpeed { pu, speed });
-            }
-        }
-        let migratable = self.migratable.unwrap_or_else(|| vec![true; n]);
-        let available = self.available.unwrap_or_else(|| vec![true; pus]);
-        if !available.iter().any(|&a| a) {
-            return Err(ObjectsError::NoAvailablePu { pus });
-        }
-        let registry = mapping::registry();
-        let (origin, spec) = match self.policy {
-            Some(spec) => ("code", spec),
-            None => match std::env::var(ENV_LB) {
-                Ok(spec) if !spec.trim().is_empty() => (ENV_LB, spec),
-                _ => ("default", DEFAULT_POLICY.to_string()),
-            },
-        };
-        let policy = registry
-            .build(spec.trim())
-            .map_err(|source| ObjectsError::Policy { origin, source })?;
-        let initial_spec = self.initial.as_deref().unwrap_or(DEFAULT_INITIAL);
-        let initial = registry
-            .build(initial_spec)
-            .map_err(|source| ObjectsError::Policy {
-                origin: "initial",
-                source,
-            })?;
-        let tasks = Tasks::new(pus, self.stealing.as_deref().unwrap_or(DEFAULT_STEALING))?;
-
-        // The first placement: zero loads, availability, no migration yet.
-        let zeros_t = vec![0.0; n];
-        let zeros_p = vec![0.0; pus];
-        let mut ctx = ContextHandler::new();
-        let dynamic = |subject| Concept::Workload {
-            subject,
-            model: Model::Dynamic,
-        };
-        ctx.provide_values(dynamic(Subject::Tasks), Origin::Runtime, &zeros_t[..])
-            .provide_values(dynamic(Subject::Pus), Origin::Runtime, &zeros_p[..])
-            .provide_flags(Concept::PuAvailability, Origin::Runtime, &available[..]);
-        let first = initial.map(&ctx).map_err(|source| ObjectsError::Decision {
-            spec: initial.spec().to_string(),
-            source,
-        })?;
-        drop(ctx);
-        remap::check_shape(&initial.spec().to_string(), &first, n, pus)?;
-        for (object, &pu) in first.as_slice().iter().enumerate() {
-            if !available[pu] {
-                return Err(ObjectsError::UsedUnavailablePu {
-                    spec: initial.spec().to_string(),
-                    object,
-                    pu,
-                });
-            }
-        }
-        let placement = first.into_vec();
-        let mut states: Vec<PuState<T>> = (0..pus)
-            .map(|_| PuState {
-                entries: Vec::new(),
-                objects_s: 0.0,
-                finish_s: 0.0,
-            })
-            .collect();
-        for (id, object) in objects.into_iter().enumerate() {
-            states[placement[id]].entries.push(Entry {
-                id,
-                object,
-                load: 0.0,
-                last: 0.0,
-            });
-        }
-        Ok(Objects {
-            pool,
-            pus: states
-                .into_iter()
-                .map(|s| CachePadded::new(Mutex::new(s)))
-                .collect(),
-            placement,
-            migratable,
-            available,
-            speeds: self.speeds,
-            policy_spec: policy.spec().to_string(),
-            policy,
-            period: self.period,
-            stealing_spec: tasks.expose().spec(),
-            tasks,
-            step: 0,
-            pu_background: vec![0.0; pus],
-            requested: false,
-        })
     }
 }
 

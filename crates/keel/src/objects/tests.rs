@@ -1,6 +1,8 @@
 use super::*;
 use std::sync::atomic::AtomicU64;
 
+use keel_policy::mapping;
+
 fn pool(threads: usize) -> ThreadPool {
     ThreadPool::builder()
         .threads(threads)
