@@ -39,8 +39,10 @@
 
 mod comm;
 mod local;
+mod migrate;
 #[cfg(feature = "mpi")]
 mod mpi_comm;
+mod objects;
 mod plan;
 mod wire;
 
@@ -48,6 +50,10 @@ pub use comm::{Collective, CommError};
 pub use local::{LocalComm, LocalRanks, RankPanicked};
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
+pub use objects::{
+    DistributedBuilder, DistributedError, DistributedObjects, DistributedStep, RankRebalance,
+    Refused, DEFAULT_RANK_POLICY,
+};
 pub use plan::{
     plan, LocalObject, Plan, PlanError, PlanMetrics, PlanRequest, Transfer, DEFAULT_PLAN_POLICY,
 };

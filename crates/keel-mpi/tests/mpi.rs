@@ -106,3 +106,59 @@ fn a_rank_that_dies_ends_the_job_with_its_message() {
         "{stderr}"
     );
 }
+
+/// `mpiexec -n ranks mpi_objects steps threads`.
+fn objects_job(ranks: usize, steps: usize) -> String {
+    let exe = example().with_file_name("mpi_objects");
+    let mut child = Command::new("mpiexec")
+        .arg("-n")
+        .arg(ranks.to_string())
+        .arg(&exe)
+        .args([steps.to_string(), "1".to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = child
+        .wait_timeout(Duration::from_secs(120))
+        .unwrap()
+        .unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("mpi_objects on {ranks} ranks still ran after 120 s")
+        });
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn distributed_objects_are_conserved_on_one_two_and_four_ranks() {
+    // The example checks every object's final state against its own
+    // recomputation and every object's step count after every step, and
+    // exits non-zero on a difference.
+    for ranks in [1, 2, 4] {
+        let stdout = objects_job(ranks, 9);
+        let last = stdout
+            .lines()
+            .find(|l| l.starts_with("conserved"))
+            .expect(&stdout);
+        assert!(
+            last.starts_with(&format!("conserved all={} ", 16 * ranks)),
+            "{stdout}"
+        );
+        if ranks > 1 {
+            // Rank 0's heavy objects are spread at the first balancing step.
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with("step 3:") && !l.contains(" 0 objects move")),
+                "{stdout}"
+            );
+        }
+    }
+}

@@ -25,6 +25,7 @@ pub struct ObjectsBuilder {
     available: Option<Vec<bool>>,
     speeds: Option<Vec<f64>>,
     initial_loads: Option<Vec<f64>>,
+    first_step: usize,
 }
 
 impl ObjectsBuilder {
@@ -63,6 +64,16 @@ impl ObjectsBuilder {
     /// Which PUs may run objects (one flag per PU; default all).
     pub fn available(mut self, flags: Vec<bool>) -> Self {
         self.available = Some(flags);
+        self
+    }
+
+    /// The index of the first step (default 0), as [`StepContext::step`]
+    /// and the reports count: a run that continues one begun elsewhere
+    /// (objects moved here from another pool or process) keeps counting.
+    ///
+    /// [`StepContext::step`]: super::StepContext::step
+    pub fn first_step(mut self, step: usize) -> Self {
+        self.first_step = step;
         self
     }
 
@@ -258,7 +269,7 @@ impl ObjectsBuilder {
             period: self.period,
             stealing_spec: tasks.expose().spec(),
             tasks,
-            step: 0,
+            step: self.first_step,
             pu_background: vec![0.0; pus],
             requested: false,
         })

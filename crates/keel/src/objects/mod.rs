@@ -247,7 +247,7 @@ impl<'p, T: Object> Objects<'p, T> {
         self.pus.len()
     }
 
-    /// Steps completed.
+    /// Steps completed, counted from the builder's `first_step` (0 unless set).
     pub fn steps_done(&self) -> usize {
         self.step
     }

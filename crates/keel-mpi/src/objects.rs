@@ -1,0 +1,472 @@
+//! Distributed objects: the Charm++ + OpenMP paper's two levels of
+//! balancing (§3) across ranks. Each rank runs its share of the objects on
+//! Keel's objects runtime over its own thread pool — a registry policy
+//! remapping them among the rank's PUs every `local_period` steps, idle
+//! workers stealing potential tasks inside every step — and every
+//! `period` steps the ranks balance coarsely among themselves: each rank
+//! offers its objects' measured loads, its background and its PU count to
+//! [`plan`](crate::plan) (ranks as PUs, [`DEFAULT_RANK_POLICY`] unless told),
+//! and the objects that change rank travel with their state (serde,
+//! postcard) through [`Collective::all_to_all`]. Arriving objects are
+//! placed among the rank's PUs by the local policy from the loads they
+//! bring: ranks first, then PUs.
+//!
+//! A step ends with every rank's step time gathered (the job's step takes
+//! the slowest rank's), which is also where a failure on one rank becomes
+//! the same error on every rank. No object is ever lost: a migration that
+//! fails anywhere leaves every object where it was.
+
+use std::time::Instant;
+
+use keel::objects::{Object, Objects, ObjectsBuilder};
+use keel::ThreadPool;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::comm::{Collective, CommError};
+use crate::migrate::{self, agree};
+use crate::plan::{plan, LocalObject, PlanError, PlanMetrics, PlanRequest};
+
+/// The rank-level policy unless told otherwise: Charm++'s GreedyRefine
+/// (balance, but keep objects where they are when that costs little:
+/// a move across ranks costs a message).
+pub const DEFAULT_RANK_POLICY: &str = "greedy-refine";
+
+/// Why a distributed run stopped: the same on every rank.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DistributedError {
+    /// A rank's local runtime or configuration failed.
+    #[error("rank {rank}: {reason}")]
+    Rank {
+        /// The first rank that failed.
+        rank: usize,
+        /// Why.
+        reason: String,
+    },
+    /// An id held twice.
+    #[error("object id {id} is held by rank {first} and by rank {second}: ids must be unique across ranks")]
+    DuplicateId {
+        /// The id.
+        id: u64,
+        /// The first rank holding it.
+        first: usize,
+        /// The other.
+        second: usize,
+    },
+    /// The rank-level plan failed.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The collective layer failed.
+    #[error(transparent)]
+    Comm(#[from] CommError),
+}
+
+/// Builds [`DistributedObjects`].
+#[derive(Clone, Debug, Default)]
+pub struct DistributedBuilder {
+    rank_policy: Option<String>,
+    period: Option<usize>,
+    local_policy: Option<String>,
+    local_period: Option<usize>,
+    stealing: Option<String>,
+}
+
+impl DistributedBuilder {
+    /// The registry policy across ranks (default [`DEFAULT_RANK_POLICY`]).
+    pub fn rank_policy(mut self, spec: impl Into<String>) -> Self {
+        self.rank_policy = Some(spec.into());
+        self
+    }
+
+    /// Balance across ranks after every `steps` steps (≥ 1; unset: only
+    /// on [`DistributedObjects::rebalance`]).
+    pub fn period(mut self, steps: usize) -> Self {
+        self.period = Some(steps);
+        self
+    }
+
+    /// The registry policy among a rank's PUs (the objects runtime's
+    /// `policy`; default its own, `greedy` or `KEEL_LB`).
+    pub fn local_policy(mut self, spec: impl Into<String>) -> Self {
+        self.local_policy = Some(spec.into());
+        self
+    }
+
+    /// Remap among a rank's PUs after every `steps` steps.
+    pub fn local_period(mut self, steps: usize) -> Self {
+        self.local_period = Some(steps);
+        self
+    }
+
+    /// The exposure policy of potential tasks inside each rank (`none`:
+    /// no stealing; default the objects runtime's).
+    pub fn stealing(mut self, spec: impl Into<String>) -> Self {
+        self.stealing = Some(spec.into());
+        self
+    }
+
+    /// The local runtime's builder, placing objects by `loads` first.
+    fn local(&self, loads: Vec<f64>) -> ObjectsBuilder {
+        let mut b = keel::objects::Objects::builder().initial_loads(loads);
+        if let Some(spec) = &self.local_policy {
+            b = b.policy(spec.clone()).initial(spec.clone());
+        } else {
+            b = b.initial(keel::objects::DEFAULT_POLICY);
+        }
+        if let Some(steps) = self.local_period {
+            b = b.period(steps);
+        }
+        if let Some(spec) = &self.stealing {
+            b = b.stealing(spec.clone());
+        }
+        b
+    }
+
+    /// Starts a run on this rank's `objects` (global id, object): a
+    /// collective call. Ids must be unique across ranks; a configuration
+    /// any rank refuses is an error on every rank, and then this rank's
+    /// objects are handed back in the error's place (nothing is lost).
+    pub fn build<'a, C, T>(
+        self,
+        comm: &'a C,
+        pool: &'a ThreadPool,
+        objects: Vec<(u64, T)>,
+    ) -> Result<DistributedObjects<'a, C, T>, Box<Refused<T>>>
+    where
+        C: Collective + ?Sized,
+        T: Object + Serialize + DeserializeOwned,
+    {
+        // Checked on no objects first, so that a refused configuration
+        // consumes none.
+        let verdict = self
+            .local(Vec::new())
+            .build::<T>(pool, Vec::new())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+            .and_then(|()| match self.period {
+                Some(0) => Err("a rank-level period of 0 steps".to_string()),
+                _ => Ok(()),
+            });
+        let failed = |error: DistributedError, objects| Err(Box::new(Refused { error, objects }));
+        match agree(comm, verdict.map(|()| 0.0)) {
+            Err(e) => return failed(e.into(), objects),
+            Ok(Err((rank, reason))) => {
+                return failed(DistributedError::Rank { rank, reason }, objects)
+            }
+            Ok(Ok(_)) => {}
+        }
+        let mut mine = Vec::with_capacity(8 * objects.len());
+        for (id, _) in &objects {
+            mine.extend_from_slice(&id.to_le_bytes());
+        }
+        let all = match comm.all_gather(&mine) {
+            Ok(all) => all,
+            Err(e) => return failed(e.into(), objects),
+        };
+        let mut owner = std::collections::HashMap::new();
+        for (rank, ids) in all.iter().enumerate() {
+            for id in ids.chunks_exact(8) {
+                let id = u64::from_le_bytes(id.try_into().expect("8 bytes"));
+                if let Some(first) = owner.insert(id, rank) {
+                    return failed(
+                        DistributedError::DuplicateId {
+                            id,
+                            first,
+                            second: rank,
+                        },
+                        objects,
+                    );
+                }
+            }
+        }
+        let (ids, objects): (Vec<u64>, Vec<T>) = objects.into_iter().unzip();
+        let local = self
+            .local(vec![0.0; ids.len()])
+            .build(pool, objects)
+            .expect("the configuration was checked on this pool");
+        Ok(DistributedObjects {
+            comm,
+            pool,
+            config: self,
+            ids,
+            local: Some(local),
+            steps_done: 0,
+        })
+    }
+}
+
+/// A run that did not start, with this rank's objects handed back.
+#[derive(Debug)]
+pub struct Refused<T> {
+    /// Why (the same on every rank).
+    pub error: DistributedError,
+    /// The objects given to [`DistributedBuilder::build`].
+    pub objects: Vec<(u64, T)>,
+}
+
+/// What one step took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DistributedStep {
+    /// The step's index.
+    pub step: usize,
+    /// Each rank's time for the step, in seconds.
+    pub rank_seconds: Vec<f64>,
+    /// The job's: the slowest rank's.
+    pub seconds: f64,
+    /// The rank-level balancing after the step, if there was one.
+    pub rebalance: Option<RankRebalance>,
+}
+
+/// One balancing step across ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankRebalance {
+    /// After which step.
+    pub after_step: usize,
+    /// The plan's figures (the same on every rank).
+    pub metrics: PlanMetrics,
+    /// Objects this rank sent and received.
+    pub exported: usize,
+    /// Objects received.
+    pub imported: usize,
+    /// Bytes of state this rank sent.
+    pub bytes_sent: u64,
+    /// Seconds deciding (gather + policy) and migrating (serialise,
+    /// exchange, rebuild), on this rank.
+    pub decide_seconds: f64,
+    /// See `decide_seconds`.
+    pub migrate_seconds: f64,
+}
+
+/// A run of distributed objects on this rank.
+pub struct DistributedObjects<'a, C: ?Sized, T> {
+    comm: &'a C,
+    pool: &'a ThreadPool,
+    config: DistributedBuilder,
+    /// The global id of each local object, in the local runtime's order.
+    ids: Vec<u64>,
+    /// Always present between calls.
+    local: Option<Objects<'a, T>>,
+    steps_done: usize,
+}
+
+impl<C: ?Sized, T> std::fmt::Debug for DistributedObjects<'_, C, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedObjects")
+            .field("objects", &self.ids.len())
+            .field("steps_done", &self.steps_done)
+            .finish()
+    }
+}
+
+impl DistributedObjects<'_, crate::LocalComm, ()> {
+    /// A builder.
+    pub fn builder() -> DistributedBuilder {
+        DistributedBuilder::default()
+    }
+}
+
+impl<'a, C, T> DistributedObjects<'a, C, T>
+where
+    C: Collective + ?Sized,
+    T: Object + Serialize + DeserializeOwned,
+{
+    /// The global ids of this rank's objects.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Steps run.
+    pub fn steps_done(&self) -> usize {
+        self.steps_done
+    }
+
+    fn local(&mut self) -> &mut Objects<'a, T> {
+        self.local.as_mut().expect("present between calls")
+    }
+
+    /// Calls `f(id, object)` for every object on this rank.
+    pub fn visit(&mut self, mut f: impl FnMut(u64, &T)) {
+        let ids = self.ids.clone();
+        self.local().visit(|i, _, object| f(ids[i], object));
+    }
+
+    /// This rank's objects with their ids.
+    pub fn into_objects(mut self) -> Vec<(u64, T)> {
+        let local = self.local.take().expect("present between calls");
+        self.ids.iter().copied().zip(local.into_objects()).collect()
+    }
+
+    /// Runs `steps` steps (a collective call).
+    pub fn run(&mut self, steps: usize) -> Result<Vec<DistributedStep>, DistributedError> {
+        (0..steps).map(|_| self.step()).collect()
+    }
+
+    /// One step on every rank, then the rank-level balancing if the period
+    /// says so (a collective call).
+    pub fn step(&mut self) -> Result<DistributedStep, DistributedError> {
+        let began = Instant::now();
+        let ran = self.local().step().map(|_| ()).map_err(|e| e.to_string());
+        let seconds = began.elapsed().as_secs_f64();
+        let rank_seconds = match agree(self.comm, ran.map(|()| seconds))? {
+            Ok(all) => all,
+            Err((rank, reason)) => return Err(DistributedError::Rank { rank, reason }),
+        };
+        let step = self.steps_done;
+        self.steps_done += 1;
+        let due = self
+            .config
+            .period
+            .is_some_and(|p| self.steps_done.is_multiple_of(p));
+        let rebalance = if due { Some(self.rebalance()?) } else { None };
+        Ok(DistributedStep {
+            step,
+            seconds: rank_seconds.iter().copied().fold(0.0, f64::max),
+            rank_seconds,
+            rebalance,
+        })
+    }
+
+    /// Balances across ranks now from the loads measured since the last
+    /// local remap, moves the objects that change rank, and places the
+    /// rank's objects among its PUs (a collective call).
+    pub fn rebalance(&mut self) -> Result<RankRebalance, DistributedError> {
+        let began = Instant::now();
+        let local = self.local();
+        let loads = local.object_loads();
+        let pus = local.pus();
+        let background = local.pu_background().iter().sum::<f64>() / pus as f64;
+        let offered: Vec<LocalObject> = self
+            .ids
+            .iter()
+            .zip(&loads)
+            .map(|(&id, &weight)| LocalObject::new(id, weight))
+            .collect();
+        let spec = self
+            .config
+            .rank_policy
+            .as_deref()
+            .unwrap_or(DEFAULT_RANK_POLICY);
+        let decided = plan(
+            self.comm,
+            &PlanRequest {
+                spec,
+                objects: &offered,
+                background,
+                // A rank with P PUs works off P seconds of object time a second.
+                speed: pus as f64,
+            },
+        )?;
+        let decide_seconds = began.elapsed().as_secs_f64();
+        let began = Instant::now();
+
+        let me = self.comm.rank();
+        let objects = self
+            .local
+            .take()
+            .expect("present between calls")
+            .into_objects();
+        let mut outgoing = vec![Vec::new(); self.comm.size()];
+        let mut packed = Ok(());
+        for (i, (&to, object)) in decided.destinations.iter().zip(&objects).enumerate() {
+            if to != me {
+                packed = migrate::encode(&mut outgoing[to], self.ids[i], loads[i], object);
+                if packed.is_err() {
+                    break;
+                }
+            }
+        }
+        if packed.is_err() {
+            // Nothing leaves a rank that could not pack everything.
+            outgoing.iter_mut().for_each(Vec::clear);
+        }
+        let bytes_sent = outgoing.iter().map(|m| m.len() as u64).sum();
+        let exchanged = self.comm.all_to_all(&outgoing);
+        drop(outgoing);
+        let arrived = match (&packed, &exchanged) {
+            (Ok(()), Ok(incoming)) => incoming
+                .iter()
+                .enumerate()
+                .map(|(from, bytes)| migrate::decode::<T>(bytes, from))
+                .collect::<Result<Vec<_>, _>>()
+                .map(|v| v.into_iter().flatten().collect::<Vec<_>>()),
+            (Err(e), _) => Err(e.clone()),
+            (_, Err(e)) => Err(e.to_string()),
+        };
+        let verdict = match exchanged {
+            // The layer failed: every rank's exchange failed with it, so
+            // there is nothing to agree on and no one to agree with.
+            Err(e) => {
+                self.restore(objects, &loads);
+                return Err(e.into());
+            }
+            Ok(_) => agree(
+                self.comm,
+                arrived.as_ref().map(|_| 0.0).map_err(Clone::clone),
+            ),
+        };
+        let arrived = match verdict {
+            Ok(Ok(_)) => arrived.expect("this rank agreed"),
+            Ok(Err((rank, reason))) => {
+                // Every object stays where it was: senders still hold theirs.
+                self.restore(objects, &loads);
+                return Err(DistributedError::Rank { rank, reason });
+            }
+            Err(e) => {
+                self.restore(objects, &loads);
+                return Err(e.into());
+            }
+        };
+
+        let mut ids = Vec::with_capacity(objects.len() + arrived.len());
+        let mut kept_loads = Vec::with_capacity(ids.capacity());
+        let mut kept = Vec::with_capacity(ids.capacity());
+        for (i, (object, &to)) in objects.into_iter().zip(&decided.destinations).enumerate() {
+            if to == me {
+                ids.push(self.ids[i]);
+                kept_loads.push(loads[i]);
+                kept.push(object);
+            }
+        }
+        let imported = arrived.len();
+        for m in arrived {
+            ids.push(m.id);
+            kept_loads.push(m.load);
+            kept.push(m.object);
+        }
+        self.ids = ids;
+        // Placed afresh among the PUs by their loads, the arrivals with
+        // the rest (a rank whose objects did not change is rebuilt too:
+        // its runtime was taken apart to pack the exports).
+        self.rebuild(kept, kept_loads);
+        Ok(RankRebalance {
+            after_step: self.steps_done,
+            metrics: decided.metrics,
+            exported: decided.exports.len(),
+            imported,
+            bytes_sent,
+            decide_seconds,
+            migrate_seconds: began.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Puts `objects` (the rank's, in `self.ids` order) back on the pool.
+    fn restore(&mut self, objects: Vec<T>, loads: &[f64]) {
+        self.rebuild(objects, loads.to_vec());
+    }
+
+    fn rebuild(&mut self, objects: Vec<T>, loads: Vec<f64>) {
+        // Loads are measured seconds (finite, ≥ 0), so the local policy,
+        // which took the same configuration at build, places them.
+        let local = self
+            .config
+            .local(loads)
+            .first_step(self.steps_done)
+            .build(self.pool, objects)
+            .expect("a configuration the pool took before");
+        self.local = Some(local);
+    }
+}
+
+#[cfg(test)]
+mod tests;

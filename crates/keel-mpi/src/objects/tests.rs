@@ -1,0 +1,284 @@
+use super::*;
+use crate::local::LocalRanks;
+use keel::objects::StepContext;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// An object whose state records every step it ran: a counter and a
+/// checksum of (id, step), so that a lost, duplicated or stale object is
+/// seen in its state, not only in its id.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Cell {
+    id: u64,
+    steps: u64,
+    checksum: u64,
+    /// Spin units per step: rank 0's objects are heavy.
+    work: u32,
+}
+
+impl Object for Cell {
+    fn step(&mut self, ctx: &StepContext<'_>) {
+        let mut x = self.id;
+        for _ in 0..self.work {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        std::hint::black_box(x);
+        self.steps += 1;
+        self.checksum = self
+            .checksum
+            .wrapping_mul(31)
+            .wrapping_add(self.id ^ (ctx.step() as u64) << 20);
+    }
+}
+
+/// The state `id` has after `steps` steps wherever it ran.
+fn expected(id: u64, steps: u64, work: u32) -> Cell {
+    let mut checksum = 0u64;
+    for s in 0..steps {
+        checksum = checksum.wrapping_mul(31).wrapping_add(id ^ s << 20);
+    }
+    Cell {
+        id,
+        steps,
+        checksum,
+        work,
+    }
+}
+
+fn cells(rank: usize, n: u64) -> Vec<(u64, Cell)> {
+    let work = if rank == 0 { 20_000 } else { 200 };
+    (0..n)
+        .map(|i| {
+            let id = rank as u64 * 1_000 + i;
+            (
+                id,
+                Cell {
+                    id,
+                    steps: 0,
+                    checksum: 0,
+                    work,
+                },
+            )
+        })
+        .collect()
+}
+
+fn pool() -> ThreadPool {
+    ThreadPool::builder().threads(2).pin(false).build().unwrap()
+}
+
+#[test]
+fn objects_and_their_state_are_conserved_across_migrations_every_step() {
+    let ranks = 3;
+    let steps = 12u64;
+    let results = LocalRanks::run(ranks, |comm| {
+        let pool = pool();
+        let mut run = DistributedObjects::builder()
+            .period(3)
+            .local_period(2)
+            .build(comm, &pool, cells(comm.rank(), 16))
+            .map_err(|r| r.error)
+            .unwrap();
+        let mut moved = 0;
+        for s in 0..steps {
+            let step = run.step().unwrap();
+            assert_eq!(step.rank_seconds.len(), ranks);
+            if let Some(r) = &step.rebalance {
+                moved += r.exported;
+            }
+            // Every step: the ids across ranks are a partition of all ids,
+            // and every object has run exactly s + 1 steps.
+            let mut mine = Vec::new();
+            run.visit(|id, cell| {
+                assert_eq!(cell.id, id);
+                assert_eq!(cell.steps, s + 1, "object {id} after step {s}");
+                mine.extend_from_slice(&id.to_le_bytes());
+            });
+            let all = comm.all_gather(&mine).unwrap();
+            let mut ids: Vec<u64> = all
+                .iter()
+                .flat_map(|b| {
+                    b.chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                })
+                .collect();
+            ids.sort_unstable();
+            let want: Vec<u64> = (0..ranks as u64)
+                .flat_map(|r| (0..16).map(move |i| r * 1_000 + i))
+                .collect();
+            assert_eq!(ids, want, "after step {s}");
+        }
+        (moved, run.into_objects())
+    });
+    let mut moved_total = 0;
+    let mut all = BTreeMap::new();
+    for r in results {
+        let (moved, objects) = r.unwrap();
+        moved_total += moved;
+        for (id, cell) in objects {
+            assert!(all.insert(id, cell).is_none());
+        }
+    }
+    assert!(moved_total > 0, "rank 0's heavy objects should have moved");
+    assert_eq!(all.len(), ranks * 16);
+    for (&id, cell) in &all {
+        assert_eq!(cell, &expected(id, steps, cell.work));
+    }
+}
+
+#[test]
+fn rank_balancing_lowers_the_imbalance_between_ranks() {
+    let results = LocalRanks::run(2, |comm| {
+        let pool = pool();
+        let mut run = DistributedObjects::builder()
+            .rank_policy("greedy")
+            .build(comm, &pool, cells(comm.rank(), 12))
+            .map_err(|r| r.error)
+            .unwrap();
+        run.run(2).unwrap();
+        run.rebalance().unwrap()
+    });
+    let r0 = results[0].as_ref().unwrap();
+    let r1 = results[1].as_ref().unwrap();
+    assert_eq!(r0.metrics, r1.metrics);
+    assert!(
+        r0.metrics.lambda_after < r0.metrics.lambda_before,
+        "{:?}",
+        r0.metrics
+    );
+    assert_eq!(r0.exported, r1.imported);
+    assert_eq!(r1.exported, r0.imported);
+    assert!(r0.bytes_sent > 0);
+}
+
+#[test]
+fn one_rank_gives_the_shared_memory_runtimes_results() {
+    let steps = 6;
+    let distributed = LocalRanks::run(1, |comm| {
+        let pool = pool();
+        let mut run = DistributedObjects::builder()
+            .period(2)
+            .build(comm, &pool, cells(0, 10))
+            .map_err(|r| r.error)
+            .unwrap();
+        let reports = run.run(steps).unwrap();
+        for r in reports.iter().filter_map(|s| s.rebalance.as_ref()) {
+            assert_eq!((r.exported, r.imported, r.metrics.migrations), (0, 0, 0));
+        }
+        run.into_objects()
+    })
+    .pop()
+    .unwrap()
+    .unwrap();
+    let pool = pool();
+    let (ids, objects): (Vec<u64>, Vec<Cell>) = cells(0, 10).into_iter().unzip();
+    let mut shared = keel::objects::Objects::builder()
+        .build(&pool, objects)
+        .unwrap();
+    shared.run(steps).unwrap();
+    let shared: Vec<(u64, Cell)> = ids.into_iter().zip(shared.into_objects()).collect();
+    assert_eq!(distributed, shared);
+}
+
+#[test]
+fn a_bad_configuration_or_duplicate_id_is_one_error_and_hands_the_objects_back() {
+    let results = LocalRanks::run(3, |comm| {
+        let pool = pool();
+        let builder = if comm.rank() == 2 {
+            DistributedObjects::builder().local_policy("no-such-policy")
+        } else {
+            DistributedObjects::builder()
+        };
+        match builder.build(comm, &pool, cells(comm.rank(), 4)) {
+            Ok(_) => panic!("built"),
+            Err(refused) => (refused.error, refused.objects.len()),
+        }
+    });
+    for r in results {
+        let (e, back) = r.unwrap();
+        assert!(
+            matches!(&e, DistributedError::Rank { rank: 2, reason } if reason.contains("no-such-policy")),
+            "{e}"
+        );
+        assert_eq!(back, 4);
+    }
+    let results = LocalRanks::run(2, |comm| {
+        let pool = pool();
+        let mut mine = cells(comm.rank(), 3);
+        if comm.rank() == 1 {
+            mine[2].0 = 1;
+        }
+        match DistributedObjects::builder().build(comm, &pool, mine) {
+            Ok(_) => None,
+            Err(refused) => Some((refused.error, refused.objects.len())),
+        }
+    });
+    for r in results {
+        assert_eq!(
+            r.unwrap(),
+            Some((
+                DistributedError::DuplicateId {
+                    id: 1,
+                    first: 0,
+                    second: 1
+                },
+                3
+            ))
+        );
+    }
+}
+
+/// Serialises on rank 0 and fails on the second object it packs.
+#[derive(Debug, Deserialize, PartialEq)]
+struct Fragile {
+    id: u64,
+    steps: u64,
+}
+
+impl Serialize for Fragile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.id == 3 {
+            return Err(serde::ser::Error::custom("object 3 refuses to travel"));
+        }
+        (self.id, self.steps).serialize(s)
+    }
+}
+
+impl Object for Fragile {
+    fn step(&mut self, _: &StepContext<'_>) {
+        self.steps += 1;
+    }
+}
+
+#[test]
+fn a_failed_migration_leaves_every_object_where_it_was() {
+    let results = LocalRanks::run(2, |comm| {
+        let pool = pool();
+        let objects: Vec<(u64, Fragile)> = if comm.rank() == 0 {
+            (0..8).map(|id| (id, Fragile { id, steps: 0 })).collect()
+        } else {
+            Vec::new()
+        };
+        let mut run = DistributedObjects::builder()
+            .rank_policy("greedy")
+            .build(comm, &pool, objects)
+            .map_err(|r| r.error)
+            .unwrap();
+        run.run(1).unwrap();
+        let err = run.rebalance().unwrap_err();
+        // The run goes on with every object where it was.
+        run.run(1).unwrap();
+        (err, run.into_objects())
+    });
+    let (e0, objects0) = results[0].as_ref().unwrap();
+    let (e1, objects1) = results[1].as_ref().unwrap();
+    assert_eq!(e0, e1);
+    assert!(
+        e0.to_string()
+            .contains("rank 0: object 3 could not be serialised"),
+        "{e0}"
+    );
+    assert_eq!(objects0.len(), 8);
+    assert!(objects1.is_empty());
+    assert!(objects0.iter().all(|(id, o)| o.id == *id && o.steps == 2));
+}
