@@ -11,7 +11,7 @@
 //! object's measured work (its time on its PU, plus what thieves spent on
 //! its chunks, less its wait for them) and each PU's background time since
 //! the last remap. Every `period` steps, or when
-//! asked, it remaps through a [`ContextHandler`]
+//! asked, it remaps through a [`ContextHandler`](keel_policy::ContextHandler)
 //! that offers only those measurements (plus migratability, availability
 //! and the current mapping), moves the objects — their state moves with
 //! them — and clears the database, as Charm++ does.
