@@ -108,7 +108,7 @@ class Pool {
     // f(begin, end, thread) for every chunk of [begin, end).
     template <class F>
     keel_loop_stats parallel_for(const char *id, int64_t begin, int64_t end, const char *schedule, F f) {
-        Call<F> call{f};
+        Call<F> call{f, {false}, nullptr};
         keel_loop_stats stats;
         keel_status s = keel_parallel_for_id(p_.get(), id, begin, end, schedule, KEEL_LOOP_RECORDED,
                                              &trampoline<F>, &call, &stats);
