@@ -121,6 +121,14 @@ impl keel_loop_stats {
     }
 }
 
+impl keel_pool {
+    /// The Rust pool behind the handle, for Rust code that runs its own
+    /// loops beside C callers on the same threads (no C function).
+    pub fn thread_pool(&self) -> &ThreadPool {
+        &self.pool
+    }
+}
+
 static NEXT_POOL: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
