@@ -59,14 +59,20 @@ fn calibrate() -> f64 {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("a number")).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("a number"))
+        .collect();
     let threads = args.first().copied().unwrap_or(2) as usize;
     let n = args.get(1).copied().unwrap_or(100_000) as i64;
     let rounds = args.get(2).copied().unwrap_or(41) as usize;
     let per_call = calibrate();
     // SAFETY: set by calibrate; no loop runs.
     let work_rounds = unsafe { ROUNDS };
-    println!("body: {work_rounds} xorshift rounds, {:.3} µs per call (sequential)", per_call * 1e6);
+    println!(
+        "body: {work_rounds} xorshift rounds, {:.3} µs per call (sequential)",
+        per_call * 1e6
+    );
 
     let mut status = keel_status::KEEL_OK;
     // SAFETY: a status to write.
@@ -94,7 +100,17 @@ fn main() {
         let t = Instant::now();
         // SAFETY: a live pool, C strings, a body that ignores ctx.
         let s = unsafe {
-            keel_parallel_for_id(handle, c"ratio/c".as_ptr(), 0, n, c"dynamic,1".as_ptr(), 0, Some(c_body), std::ptr::null_mut(), std::ptr::null_mut())
+            keel_parallel_for_id(
+                handle,
+                c"ratio/c".as_ptr(),
+                0,
+                n,
+                c"dynamic,1".as_ptr(),
+                0,
+                Some(c_body),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
         };
         assert_eq!(s, keel_status::KEEL_OK);
         t.elapsed().as_secs_f64()

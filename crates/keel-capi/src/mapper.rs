@@ -141,7 +141,10 @@ unsafe fn array<'a, T>(
             format!("{what} has {len} entries for {expected} {counted}"),
         ));
     }
-    if len.checked_mul(size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+    if len
+        .checked_mul(size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
         return Err(Failure::new(
             keel_status::KEEL_ERR_INVALID_ARGUMENT,
             format!("{what}: {len} entries are more than memory can hold"),
@@ -170,17 +173,24 @@ pub(crate) unsafe fn problem(input: &keel_map_input) -> Result<MappingProblem, F
             format!("num_pus = {p} is more than KEEL_MAX_PUS = {KEEL_MAX_PUS}"),
         ));
     }
-    // SAFETY (each call below): the caller's contract on `input`.
-    let loads = unsafe { array(input.task_loads, n, n, "task_loads", "tasks")? };
-    let current = unsafe { array(input.current_pu, input.num_current_pu, n, "current_pu", "tasks")? };
-    let migratable =
-        unsafe { array(input.migratable, input.num_migratable, n, "migratable", "tasks")? };
-    let speeds = unsafe { array(input.pu_speeds, input.num_pu_speeds, p, "pu_speeds", "PUs")? };
-    let background = unsafe {
-        array(input.pu_background, input.num_pu_background, p, "pu_background", "PUs")?
+    let i = input;
+    // SAFETY: the caller's contract: each array valid for its length.
+    let (loads, current, migratable, speeds, background, available) = unsafe {
+        (
+            array(i.task_loads, n, n, "task_loads", "tasks")?,
+            array(i.current_pu, i.num_current_pu, n, "current_pu", "tasks")?,
+            array(i.migratable, i.num_migratable, n, "migratable", "tasks")?,
+            array(i.pu_speeds, i.num_pu_speeds, p, "pu_speeds", "PUs")?,
+            array(
+                i.pu_background,
+                i.num_pu_background,
+                p,
+                "pu_background",
+                "PUs",
+            )?,
+            array(i.pu_available, i.num_pu_available, p, "pu_available", "PUs")?,
+        )
     };
-    let available =
-        unsafe { array(input.pu_available, input.num_pu_available, p, "pu_available", "PUs")? };
     let mut problem = MappingProblem::new(loads.unwrap_or_default().to_vec(), p, Model::Dynamic);
     if let Some(background) = background {
         problem.pu_loads = background.to_vec();

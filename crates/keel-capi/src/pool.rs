@@ -150,7 +150,11 @@ pub unsafe extern "C" fn keel_pool_new(threads: usize, status: *mut keel_status)
     let mut made = std::ptr::null_mut();
     let outcome = guard(|| {
         let builder = ThreadPool::builder();
-        let builder = if threads == 0 { builder } else { builder.threads(threads) };
+        let builder = if threads == 0 {
+            builder
+        } else {
+            builder.threads(threads)
+        };
         let pool = builder
             .build()
             .map_err(|e| Failure::new(keel_status::KEEL_ERR_POOL, e.to_string()))?;
@@ -312,7 +316,9 @@ unsafe fn run(
     match stop.first.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some((code, from, to)) => Err(Failure::new(
             keel_status::KEEL_ERR_BODY,
-            format!("the loop body returned {code} for iterations [{from}, {to}); the loop stopped"),
+            format!(
+                "the loop body returned {code} for iterations [{from}, {to}); the loop stopped"
+            ),
         )),
         None => Ok(()),
     }
@@ -342,7 +348,19 @@ pub unsafe extern "C" fn keel_parallel_for(
 ) -> keel_status {
     guard(|| {
         // SAFETY: the caller's contract, passed on.
-        unsafe { run(pool, None, begin, end, schedule, 0, body, ctx, std::ptr::null_mut()) }
+        unsafe {
+            run(
+                pool,
+                None,
+                begin,
+                end,
+                schedule,
+                0,
+                body,
+                ctx,
+                std::ptr::null_mut(),
+            )
+        }
     })
 }
 
@@ -371,7 +389,19 @@ pub unsafe extern "C" fn keel_parallel_for_id(
         // SAFETY: the caller's contract, passed on.
         let id = unsafe { text(loop_id, "loop_id") }?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { run(pool, Some(id), begin, end, schedule, flags, body, ctx, stats) }
+        unsafe {
+            run(
+                pool,
+                Some(id),
+                begin,
+                end,
+                schedule,
+                flags,
+                body,
+                ctx,
+                stats,
+            )
+        }
     })
 }
 

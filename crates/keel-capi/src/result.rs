@@ -88,7 +88,11 @@ pub(crate) struct MapOutcome(keel_map_result);
 
 impl MapOutcome {
     /// The result of `mapping` on `problem` (`input` is its validated form).
-    pub(crate) fn new(problem: &MappingProblem, input: &MappingInput<'_>, mapping: Mapping) -> Self {
+    pub(crate) fn new(
+        problem: &MappingProblem,
+        input: &MappingInput<'_>,
+        mapping: Mapping,
+    ) -> Self {
         let m = metrics::evaluate(input, &mapping);
         let to_i64 = |pu: usize| i64::try_from(pu).unwrap_or(-1);
         let current = problem.current.as_deref();

@@ -26,12 +26,18 @@ fn can_run(test: &str, what: &str, have: bool) -> bool {
     if required.split(',').any(|r| r.trim() == what) {
         panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
     }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {what} not found");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED: {test}: {what} not found"
+    );
     false
 }
 
 fn has(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// The folder of the libkeel.so cargo built beside this test.
@@ -102,7 +108,13 @@ fn run(bin: &Path, args: &[&str], valgrind: bool) -> Output {
     } else {
         Command::new(bin)
     };
-    for var in ["KEEL_SCHEDULE", "KEEL_NUM_THREADS", "KEEL_TRACE", "KEEL_LOOP_RECORD", "LD_PRELOAD"] {
+    for var in [
+        "KEEL_SCHEDULE",
+        "KEEL_NUM_THREADS",
+        "KEEL_TRACE",
+        "KEEL_LOOP_RECORD",
+        "LD_PRELOAD",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("KEEL_WAIT_POLICY", "passive");
@@ -145,7 +157,12 @@ fn load_file(n: usize, pus: usize) -> (PathBuf, MappingProblem) {
     (path, problem)
 }
 
-const SPECS: [&str; 4] = ["greedy", "refine", "hier:nodes=2,outer=(greedy),inner=refine", "binlpt:chunks=32"];
+const SPECS: [&str; 4] = [
+    "greedy",
+    "refine",
+    "hier:nodes=2,outer=(greedy),inner=refine",
+    "binlpt:chunks=32",
+];
 
 /// The `dest <task> <pu>` lines of an example's output.
 fn destinations(stdout: &str) -> Vec<usize> {
@@ -169,7 +186,11 @@ fn compare_with_rust(bin: &Path, valgrind: bool, what: &str) {
     for spec in SPECS {
         let out = run(bin, &[path.to_str().unwrap(), "8", spec], valgrind);
         let stdout = stdout_ok(&out, &format!("{what} {spec}"));
-        let rust = registry.build(spec).unwrap().map(&problem.context()).unwrap();
+        let rust = registry
+            .build(spec)
+            .unwrap()
+            .map(&problem.context())
+            .unwrap();
         assert!(!rust.as_slice().contains(&NO_PU));
         assert_eq!(destinations(&stdout), rust.as_slice(), "{what} {spec}");
     }
@@ -177,61 +198,152 @@ fn compare_with_rust(bin: &Path, valgrind: bool, what: &str) {
 
 #[test]
 fn c_mapping_example_decides_as_the_rust_api() {
-    if !can_run("c_mapping_example_decides_as_the_rust_api", "gcc", has("gcc")) {
+    if !can_run(
+        "c_mapping_example_decides_as_the_rust_api",
+        "gcc",
+        has("gcc"),
+    ) {
         return;
     }
-    let bin = build("gcc", &["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"], &["examples-c/map_loads.c"], "map_loads");
-    let valgrind = can_run("C mapping example under valgrind", "valgrind", has("valgrind"));
+    let bin = build(
+        "gcc",
+        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"],
+        &["examples-c/map_loads.c"],
+        "map_loads",
+    );
+    let valgrind = can_run(
+        "C mapping example under valgrind",
+        "valgrind",
+        has("valgrind"),
+    );
     compare_with_rust(&bin, valgrind, "map_loads.c");
     // Errors are statuses and messages, under valgrind too.
     let (path, _) = load_file(20, 2);
-    let out = run(&bin, &[path.to_str().unwrap(), "2", "greedy", "bogus=1"], valgrind);
+    let out = run(
+        &bin,
+        &[path.to_str().unwrap(), "2", "greedy", "bogus=1"],
+        valgrind,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("KEEL_ERR_SPEC"));
     let out = run(&bin, &[path.to_str().unwrap(), "0", "greedy"], valgrind);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bad = scratch().join("nan.txt");
     std::fs::write(&bad, "1 0\nnan 1\n").unwrap();
     let out = run(&bin, &[bad.to_str().unwrap(), "2", "greedy"], valgrind);
     assert!(String::from_utf8_lossy(&out.stderr).contains("KEEL_ERR_INVALID_INPUT"));
+    // The static library links with what Rust's standard library needs
+    // and decides alike.
+    let lib = lib_dir().join("libkeel.a");
+    let bin = scratch().join("map_loads_static");
+    let built = Command::new("gcc")
+        .args(["-std=c11", "-O1", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("examples-c/map_loads.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let (big, problem) = load_file(300, 8);
+    let out = run(&bin, &[big.to_str().unwrap(), "8", "greedy"], false);
+    let rust = keel_policy::mapping::registry()
+        .build("greedy")
+        .unwrap()
+        .map(&problem.context())
+        .unwrap();
+    assert_eq!(
+        destinations(&stdout_ok(&out, "static map_loads")),
+        rust.as_slice()
+    );
     // The leak check can fail: a result never freed is an error.
     if valgrind {
-        let leaky = build("gcc", &["-std=c11", "-O1", "-g", "-DKEEL_EXAMPLE_LEAK"], &["examples-c/map_loads.c"], "map_loads_leak");
+        let leaky = build(
+            "gcc",
+            &["-std=c11", "-O1", "-g", "-DKEEL_EXAMPLE_LEAK"],
+            &["examples-c/map_loads.c"],
+            "map_loads_leak",
+        );
         let out = run(&leaky, &[path.to_str().unwrap(), "2", "greedy"], true);
-        assert_eq!(out.status.code(), Some(99), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(99),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
 #[test]
 fn c_loop_example_runs_every_iteration_once() {
-    if !can_run("c_loop_example_runs_every_iteration_once", "gcc", has("gcc")) {
+    if !can_run(
+        "c_loop_example_runs_every_iteration_once",
+        "gcc",
+        has("gcc"),
+    ) {
         return;
     }
-    let bin = build("gcc", &["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"], &["examples-c/parallel_loop.c"], "parallel_loop");
+    let bin = build(
+        "gcc",
+        &["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g"],
+        &["examples-c/parallel_loop.c"],
+        "parallel_loop",
+    );
     stdout_ok(&run(&bin, &["3", "20000"], false), "parallel_loop.c");
     if can_run("C loop example under valgrind", "valgrind", has("valgrind")) {
-        stdout_ok(&run(&bin, &["2", "2000"], true), "parallel_loop.c under valgrind");
+        stdout_ok(
+            &run(&bin, &["2", "2000"], true),
+            "parallel_loop.c under valgrind",
+        );
     }
 }
 
 #[test]
 fn cpp_raii_example_decides_as_the_rust_api() {
-    if !can_run("cpp_raii_example_decides_as_the_rust_api", "g++", has("g++")) {
+    if !can_run(
+        "cpp_raii_example_decides_as_the_rust_api",
+        "g++",
+        has("g++"),
+    ) {
         return;
     }
-    let bin = build("g++", &["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O1"], &["examples-c/raii.cpp"], "raii");
+    let bin = build(
+        "g++",
+        &["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O1"],
+        &["examples-c/raii.cpp"],
+        "raii",
+    );
     compare_with_rust(&bin, false, "raii.cpp");
 }
 
 #[test]
 fn fortran_example_decides_as_the_rust_api() {
-    if !can_run("fortran_example_decides_as_the_rust_api", "gfortran", has("gfortran")) {
+    if !can_run(
+        "fortran_example_decides_as_the_rust_api",
+        "gfortran",
+        has("gfortran"),
+    ) {
         return;
     }
     let module_dir = scratch().join("fortran-modules");
     std::fs::create_dir_all(&module_dir).unwrap();
     let j = format!("-J{}", module_dir.display());
-    let bin = build("gfortran", &["-Wall", "-Werror", "-O1", &j], &["include/keel.f90", "examples-c/loop_map.f90"], "loop_map");
+    let bin = build(
+        "gfortran",
+        &["-Wall", "-Werror", "-O1", &j],
+        &["include/keel.f90", "examples-c/loop_map.f90"],
+        "loop_map",
+    );
     compare_with_rust(&bin, false, "loop_map.f90");
 }
 
@@ -270,7 +382,10 @@ fn the_fortran_module_has_the_headers_constants() {
         if let Some(open) = line.find('(') {
             let name = line[..open].rsplit([' ', '*']).next().unwrap();
             if name.starts_with("keel_") && !line.starts_with(' ') && !line.starts_with("typedef") {
-                assert!(module.contains(&format!("name='{name}'")), "keel.f90 lacks {name}");
+                assert!(
+                    module.contains(&format!("name='{name}'")),
+                    "keel.f90 lacks {name}"
+                );
             }
         }
     }

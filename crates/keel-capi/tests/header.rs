@@ -40,13 +40,20 @@ fn every_function_in_the_header_is_documented() {
         // A declaration's first line: `<type> keel_name(` at the left margin.
         let Some(open) = line.find('(') else { continue };
         let is_decl = !line.starts_with([' ', '/', '#', '}'])
-            && line[..open].rsplit([' ', '*']).next().is_some_and(|n| n.starts_with("keel_"))
+            && line[..open]
+                .rsplit([' ', '*'])
+                .next()
+                .is_some_and(|n| n.starts_with("keel_"))
             && !line.starts_with("typedef");
         if !is_decl {
             continue;
         }
         functions += 1;
-        let above = lines[..i].iter().rev().find(|l| !l.trim().is_empty()).unwrap();
+        let above = lines[..i]
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap();
         assert!(above.starts_with("//"), "undocumented in keel.h: {line}");
     }
     // Every `#[no_mangle]` function of the crate is declared.

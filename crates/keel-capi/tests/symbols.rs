@@ -14,15 +14,29 @@ fn libkeel_exports_only_keel_symbols() {
         .map(|d| d.join("libkeel.so"))
         .find(|l| l.exists())
         .expect("libkeel.so beside the test");
-    let Ok(out) = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output() else {
+    let Ok(out) = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+    else {
         let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-        assert!(!required.split(',').any(|r| r.trim() == "nm"), "nm is required here");
+        assert!(
+            !required.split(',').any(|r| r.trim() == "nm"),
+            "nm is required here"
+        );
         eprintln!("SKIPPED: libkeel_exports_only_keel_symbols: nm not found");
         return;
     };
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    let names: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
     let foreign: Vec<&&str> = names
         .iter()
         .filter(|n| n.starts_with("GOMP_") || n.starts_with("__kmpc_") || n.starts_with("omp_"))
@@ -35,7 +49,10 @@ fn libkeel_exports_only_keel_symbols() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/keel.h"),
     )
     .unwrap();
-    for line in header.lines().filter(|l| !l.starts_with([' ', '/', '#', '}']) && !l.starts_with("typedef")) {
+    for line in header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '/', '#', '}']) && !l.starts_with("typedef"))
+    {
         if let Some(open) = line.find('(') {
             let name = line[..open].rsplit([' ', '*']).next().unwrap();
             assert!(names.contains(&name), "{name} is declared but not exported");
