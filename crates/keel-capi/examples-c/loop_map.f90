@@ -34,6 +34,7 @@ program loop_map
   real(c_double), allocatable, target :: loads(:)
   integer(c_int64_t), allocatable, target :: current(:)
   integer(c_int), allocatable, target :: hits(:)
+  real(c_double), allocatable :: hints(:)
   integer(c_int64_t), pointer :: dest(:)
   type(keel_map_input) :: input
   type(keel_map_metrics) :: metrics
@@ -118,6 +119,16 @@ program loop_map
   hits = 0
   status = keel_parallel_for(pool, 0_c_int64_t, n, '', body, c_loc(hits))
   if (status /= KEEL_OK .or. any(hits /= 1)) call die('keel_parallel_for')
+  ! binlpt maps the iterations by one hint each: heavier ones first here.
+  allocate(hints(n))
+  hints = [(real(n - i, c_double), i = 1, int(n))]
+  hits = 0
+  status = keel_parallel_for_hinted(pool, 'fortran/hinted', 0_c_int64_t, n, 'binlpt:chunks=32', &
+                                    0_c_int32_t, hints, body, c_loc(hits), stats)
+  if (status /= KEEL_OK .or. any(hits /= 1)) call die('keel_parallel_for_hinted')
+  status = keel_parallel_for_hinted(pool, 'fortran/hinted', 0_c_int64_t, n, 'binlpt', &
+                                    0_c_int32_t, hints(1:10), body, c_loc(hits), stats)
+  if (status /= KEEL_ERR_LENGTH_MISMATCH) call die('hints of the wrong length were accepted')
   call keel_pool_free(pool)
   print '(a)', 'all ok'
 

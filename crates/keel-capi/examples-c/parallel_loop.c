@@ -81,6 +81,28 @@ int main(int argc, char **argv) {
         printf("%s: chunks=%llu t_par=%.3g lib=%.3g\n", schedules[s],
                (unsigned long long)stats.chunks, stats.t_par, stats.lib_percent);
     }
+    /* binlpt maps the iterations by their hints: heavier ones in the
+     * middle here. */
+    double *hints = malloc((size_t)n * sizeof *hints);
+    for (int64_t i = 0; i < n; i++) hints[i] = 1.0 + (double)(i < n / 2 ? i : n - i);
+    for (int64_t i = 0; i < n; i++) atomic_store(&c.hits[i], 0);
+    keel_loop_stats hinted;
+    status = keel_parallel_for_hinted(pool, "example/hinted", c.begin, c.begin + n, "binlpt:chunks=64",
+                                      0, hints, (size_t)n, count, &c, &hinted);
+    if (status != KEEL_OK) {
+        fprintf(stderr, "binlpt: %s\n", keel_last_error_message());
+        ok = 0;
+    }
+    for (int64_t i = 0; i < n && status == KEEL_OK; i++) {
+        if (atomic_load(&c.hits[i]) != 1) {
+            fprintf(stderr, "binlpt: iteration %lld ran %u times\n", (long long)(c.begin + i),
+                    atomic_load(&c.hits[i]));
+            ok = 0;
+            break;
+        }
+    }
+    printf("binlpt: chunks=%llu\n", (unsigned long long)hinted.chunks);
+    free(hints);
     if (atomic_load(&c.bad_thread)) {
         fprintf(stderr, "a chunk ran on a participant out of range\n");
         ok = 0;

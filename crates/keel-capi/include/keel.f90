@@ -19,7 +19,8 @@ module keel
   public :: keel_map, keel_result_num_tasks, keel_result_destinations, keel_result_imports
   public :: keel_result_exports, keel_result_pu_times, keel_result_metrics, keel_result_free
   public :: keel_pool_new, keel_pool_threads, keel_pool_free, keel_parallel_for
-  public :: keel_parallel_for_id, keel_pool_last_stats, keel_loop_record_stats
+  public :: keel_parallel_for_id, keel_parallel_for_hinted, keel_pool_last_stats
+  public :: keel_loop_record_stats
 
   ! keel_status
   integer(c_int), parameter, public :: KEEL_OK = 0
@@ -189,6 +190,20 @@ module keel
       type(keel_loop_stats), intent(out) :: stats
       integer(c_int) :: keel_parallel_for_id_c
     end function
+    function keel_parallel_for_hinted_c(pool, loop_id, begin, end, schedule, flags, workload, &
+        num_workload, body, ctx, stats) bind(c, name='keel_parallel_for_hinted')
+      import :: c_ptr, c_int64_t, c_int32_t, c_funptr, c_int, c_char, c_double, c_size_t, &
+                keel_loop_stats
+      type(c_ptr), value :: pool, schedule, ctx
+      character(kind=c_char), dimension(*), intent(in) :: loop_id
+      integer(c_int64_t), value :: begin, end
+      integer(c_int32_t), value :: flags
+      real(c_double), dimension(*), intent(in) :: workload
+      integer(c_size_t), value :: num_workload
+      type(c_funptr), value :: body
+      type(keel_loop_stats), intent(out) :: stats
+      integer(c_int) :: keel_parallel_for_hinted_c
+    end function
     function keel_pool_last_stats(pool, out) bind(c, name='keel_pool_last_stats')
       import :: c_ptr, c_int, keel_loop_stats
       type(c_ptr), value :: pool
@@ -277,6 +292,29 @@ contains
       text = keel_cstr(schedule)
       status = keel_parallel_for_id_c(pool, keel_cstr(loop_id), begin, end, c_loc(text), flags, &
                                       body, ctx, stats)
+    end if
+  end function
+
+  !> keel_parallel_for_hinted with Fortran strings: workload(i) is the
+  !> hint of iteration begin + i - 1 (size(workload) = end - begin).
+  function keel_parallel_for_hinted(pool, loop_id, begin, end, schedule, flags, workload, body, &
+      ctx, stats) result(status)
+    type(c_ptr), intent(in) :: pool, ctx
+    character(len=*), intent(in) :: loop_id, schedule
+    integer(c_int64_t), intent(in) :: begin, end
+    integer(c_int32_t), intent(in) :: flags
+    real(c_double), dimension(:), intent(in), target, contiguous :: workload
+    type(c_funptr), intent(in) :: body
+    type(keel_loop_stats), intent(out) :: stats
+    integer(c_int) :: status
+    character(kind=c_char, len=:), allocatable, target :: text
+    if (len_trim(schedule) == 0) then
+      status = keel_parallel_for_hinted_c(pool, keel_cstr(loop_id), begin, end, c_null_ptr, flags, &
+                                          workload, size(workload, kind=c_size_t), body, ctx, stats)
+    else
+      text = keel_cstr(schedule)
+      status = keel_parallel_for_hinted_c(pool, keel_cstr(loop_id), begin, end, c_loc(text), flags, &
+                                          workload, size(workload, kind=c_size_t), body, ctx, stats)
     end if
   end function
 end module keel

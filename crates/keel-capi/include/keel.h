@@ -291,6 +291,29 @@ enum keel_status keel_parallel_for_id(const struct keel_pool *pool,
                                       void *ctx,
                                       struct keel_loop_stats *stats);
 
+// `keel_parallel_for_id` with per-iteration workload hints: `workload`
+// holds one finite, non-negative number per iteration (`end - begin`
+// entries, any unit), read by the workload-aware schedules `binlpt` and
+// `greedy`, which map the iterations by them once and reuse that
+// assignment while the hints (bit for bit), the team and the chunk stay
+// the same; other schedules ignore them.
+//
+// # Safety
+//
+// As `keel_parallel_for_id`; `workload` is valid for `num_workload`
+// reads, or NULL with `num_workload` 0.
+enum keel_status keel_parallel_for_hinted(const struct keel_pool *pool,
+                                          const char *loop_id,
+                                          int64_t begin,
+                                          int64_t end,
+                                          const char *schedule,
+                                          uint32_t flags,
+                                          const double *workload,
+                                          size_t num_workload,
+                                          keel_loop_body body,
+                                          void *ctx,
+                                          struct keel_loop_stats *stats);
+
 // The statistics of the last loop instance that ran on `pool` (from any
 // thread); all zero and NaN before the first.
 //

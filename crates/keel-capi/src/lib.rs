@@ -39,8 +39,8 @@ pub use mapper::{
 };
 pub use pool::{
     keel_loop_body, keel_loop_record_stats, keel_loop_stats, keel_parallel_for,
-    keel_parallel_for_id, keel_pool, keel_pool_free, keel_pool_last_stats, keel_pool_new,
-    keel_pool_threads, KEEL_LOOP_RECORDED,
+    keel_parallel_for_hinted, keel_parallel_for_id, keel_pool, keel_pool_free,
+    keel_pool_last_stats, keel_pool_new, keel_pool_threads, KEEL_LOOP_RECORDED,
 };
 pub use result::{
     keel_map_metrics, keel_map_result, keel_move, keel_result_destinations, keel_result_exports,

@@ -121,7 +121,7 @@ pub struct keel_map_input {
 /// # Safety
 ///
 /// `ptr` is NULL or valid for `len` reads of `T`.
-unsafe fn array<'a, T>(
+pub(crate) unsafe fn array<'a, T>(
     ptr: *const T,
     len: usize,
     expected: usize,

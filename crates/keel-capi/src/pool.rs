@@ -233,25 +233,41 @@ fn loop_failure(e: LoopError) -> Failure {
     Failure::new(status, e.to_string())
 }
 
-/// Runs one loop; `id` None names it by its body's address.
+/// One loop call's arguments, as the entry points received them.
+struct Call<'a> {
+    pool: *const keel_pool,
+    /// None: named by the body's address.
+    id: Option<&'a str>,
+    begin: i64,
+    end: i64,
+    schedule: *const c_char,
+    flags: u32,
+    workload: Option<&'a [f64]>,
+    body: keel_loop_body,
+    ctx: *mut c_void,
+    stats: *mut keel_loop_stats,
+}
+
+/// Runs one loop.
 ///
 /// # Safety
 ///
 /// The callers' contracts: `pool` NULL or live, `schedule` NULL or a C
 /// string, `body` callable with `ctx` from any thread, `stats` NULL or
 /// valid for a write.
-#[allow(clippy::too_many_arguments)]
-unsafe fn run(
-    pool: *const keel_pool,
-    id: Option<&str>,
-    begin: i64,
-    end: i64,
-    schedule: *const c_char,
-    flags: u32,
-    body: keel_loop_body,
-    ctx: *mut c_void,
-    stats: *mut keel_loop_stats,
-) -> Result<(), Failure> {
+unsafe fn run(call: Call<'_>) -> Result<(), Failure> {
+    let Call {
+        pool,
+        id,
+        begin,
+        end,
+        schedule,
+        flags,
+        workload,
+        body,
+        ctx,
+        stats,
+    } = call;
     // SAFETY: the caller's contract: NULL or live.
     let pool = unsafe { pool.as_ref() }.ok_or_else(|| Failure::null("pool"))?;
     let body = body.ok_or_else(|| Failure::null("body"))?;
@@ -264,6 +280,7 @@ unsafe fn run(
     let schedule = schedule_of(schedule)?;
     // An empty or reversed range runs nothing, as an OpenMP loop's would.
     let range = begin..end.max(begin);
+    let iterations = range.end.abs_diff(range.start);
     let mut parallel = pool.pool.parallel(range);
     if let Some(schedule) = schedule {
         parallel = parallel.schedule(schedule);
@@ -274,6 +291,15 @@ unsafe fn run(
     };
     if flags & KEEL_LOOP_RECORDED != 0 {
         parallel = parallel.recorded();
+    }
+    if let Some(loads) = workload {
+        if loads.len() as u64 != iterations {
+            return Err(Failure::new(
+                keel_status::KEEL_ERR_LENGTH_MISMATCH,
+                format!("{} workload hints for {iterations} iterations", loads.len()),
+            ));
+        }
+        parallel = parallel.workload(loads);
     }
     // A loop started inside one of this pool's regions runs inline, on one
     // participant: there every chunk is participant 0's.
@@ -347,20 +373,20 @@ pub unsafe extern "C" fn keel_parallel_for(
     ctx: *mut c_void,
 ) -> keel_status {
     guard(|| {
+        let call = Call {
+            pool,
+            id: None,
+            begin,
+            end,
+            schedule,
+            flags: 0,
+            workload: None,
+            body,
+            ctx,
+            stats: std::ptr::null_mut(),
+        };
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            run(
-                pool,
-                None,
-                begin,
-                end,
-                schedule,
-                0,
-                body,
-                ctx,
-                std::ptr::null_mut(),
-            )
-        }
+        unsafe { run(call) }
     })
 }
 
@@ -388,20 +414,70 @@ pub unsafe extern "C" fn keel_parallel_for_id(
     guard(|| {
         // SAFETY: the caller's contract, passed on.
         let id = unsafe { text(loop_id, "loop_id") }?;
+        let call = Call {
+            pool,
+            id: Some(id),
+            begin,
+            end,
+            schedule,
+            flags,
+            workload: None,
+            body,
+            ctx,
+            stats,
+        };
         // SAFETY: the caller's contract, passed on.
-        unsafe {
-            run(
-                pool,
-                Some(id),
-                begin,
-                end,
-                schedule,
-                flags,
-                body,
-                ctx,
-                stats,
-            )
-        }
+        unsafe { run(call) }
+    })
+}
+
+/// `keel_parallel_for_id` with per-iteration workload hints: `workload`
+/// holds one finite, non-negative number per iteration (`end - begin`
+/// entries, any unit), read by the workload-aware schedules `binlpt` and
+/// `greedy`, which map the iterations by them once and reuse that
+/// assignment while the hints (bit for bit), the team and the chunk stay
+/// the same; other schedules ignore them.
+///
+/// # Safety
+///
+/// As `keel_parallel_for_id`; `workload` is valid for `num_workload`
+/// reads, or NULL with `num_workload` 0.
+#[no_mangle]
+pub unsafe extern "C" fn keel_parallel_for_hinted(
+    pool: *const keel_pool,
+    loop_id: *const c_char,
+    begin: i64,
+    end: i64,
+    schedule: *const c_char,
+    flags: u32,
+    workload: *const f64,
+    num_workload: usize,
+    body: keel_loop_body,
+    ctx: *mut c_void,
+    stats: *mut keel_loop_stats,
+) -> keel_status {
+    guard(|| {
+        // SAFETY: the caller's contract, passed on.
+        let id = unsafe { text(loop_id, "loop_id") }?;
+        // SAFETY: the caller's contract: NULL or valid for its length.
+        let loads = unsafe {
+            crate::mapper::array(workload, num_workload, num_workload, "workload", "hints")
+        }?
+        .unwrap_or(&[]);
+        let call = Call {
+            pool,
+            id: Some(id),
+            begin,
+            end,
+            schedule,
+            flags,
+            workload: Some(loads),
+            body,
+            ctx,
+            stats,
+        };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { run(call) }
     })
 }
 

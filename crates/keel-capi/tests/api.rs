@@ -654,3 +654,112 @@ fn nested_loops_run_inline_as_participant_zero() {
     // SAFETY: made above.
     unsafe { keel_pool_free(p) };
 }
+
+/// Per-participant iteration counts, as a body sees them.
+struct PerThread {
+    iterations: Vec<AtomicUsize>,
+}
+
+unsafe extern "C-unwind" fn per_thread(
+    begin: i64,
+    end: i64,
+    thread: usize,
+    ctx: *mut c_void,
+) -> i32 {
+    // SAFETY: the test passes a `PerThread`.
+    let c = unsafe { &*(ctx as *const PerThread) };
+    c.iterations[thread].fetch_add((end - begin) as usize, Ordering::Relaxed);
+    0
+}
+
+#[test]
+fn hinted_loops_assign_iterations_as_the_rust_api() {
+    use keel_status::*;
+    let p = pool(2);
+    let loads: Vec<f64> = (0..1000).map(|i| ((i * 7919) % 97) as f64 + 1.0).collect();
+    let counts = PerThread {
+        iterations: (0..2).map(|_| AtomicUsize::new(0)).collect(),
+    };
+    let ctx = &counts as *const PerThread as *mut c_void;
+    let mut stats = keel_loop_stats {
+        threads: 0,
+        iterations: 0,
+        chunks: 0,
+        t_par: 0.0,
+        lib_percent: 0.0,
+    };
+    // SAFETY: `loads` and `counts` outlive the loop.
+    let status = unsafe {
+        keel_parallel_for_hinted(
+            p,
+            c"hinted/c".as_ptr(),
+            0,
+            1000,
+            c"binlpt:chunks=16".as_ptr(),
+            KEEL_LOOP_RECORDED,
+            loads.as_ptr(),
+            loads.len(),
+            Some(per_thread),
+            ctx,
+            &mut stats,
+        )
+    };
+    assert_eq!(status, KEEL_OK, "{}", message());
+    let from_body: Vec<u64> = counts
+        .iterations
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed) as u64)
+        .collect();
+    assert_eq!(from_body.iter().sum::<u64>(), 1000);
+    // SAFETY: live until freed below.
+    let rust_pool = unsafe { &*p }.thread_pool();
+    rust_pool
+        .parallel(0..1000i64)
+        .schedule("binlpt:chunks=16".parse().unwrap())
+        .workload(&loads)
+        .id("hinted/rust")
+        .recorded()
+        .for_each_chunk(|_| {});
+    let rust = keel_rt::loops::record(keel_rt::LoopId::named("hinted/rust")).unwrap();
+    let c = keel_rt::loops::record(keel_rt::LoopId::named("hinted/c")).unwrap();
+    assert_eq!(c.last.thread_iterations, rust.last.thread_iterations);
+    assert_eq!(from_body, rust.last.thread_iterations);
+    assert_eq!(c.last.chunks, rust.last.chunks);
+    // SAFETY: hostile hints and lengths; `loads` outlives the calls.
+    unsafe {
+        let hinted = |w: *const f64, n: usize| {
+            keel_parallel_for_hinted(
+                p,
+                c"hinted/bad".as_ptr(),
+                0,
+                1000,
+                c"binlpt".as_ptr(),
+                0,
+                w,
+                n,
+                Some(per_thread),
+                ctx,
+                null_mut(),
+            )
+        };
+        assert_eq!(hinted(loads.as_ptr(), 999), KEEL_ERR_LENGTH_MISMATCH);
+        assert_eq!(hinted(null(), 1000), KEEL_ERR_NULL_POINTER);
+        assert_eq!(hinted(null(), 0), KEEL_ERR_LENGTH_MISMATCH);
+        let mut bad = loads.clone();
+        bad[500] = f64::NAN;
+        let s = hinted(bad.as_ptr(), 1000);
+        assert!(
+            matches!(s, KEEL_ERR_SCHEDULE | KEEL_ERR_INVALID_INPUT),
+            "{s:?}: {}",
+            message()
+        );
+        bad[500] = -1.0;
+        assert_ne!(hinted(bad.as_ptr(), 1000), KEEL_OK);
+        // Without hints binlpt cannot plan: a code, not a panic.
+        assert_eq!(
+            keel_parallel_for(p, 0, 10, c"binlpt".as_ptr(), Some(per_thread), ctx),
+            KEEL_ERR_SCHEDULE
+        );
+        keel_pool_free(p);
+    }
+}
