@@ -8,11 +8,18 @@
 //! call the same `work`, so only the API differs.
 //!
 //! ```text
-//! cargo run --release -p keel-capi --example loop_ratio -- [THREADS] [ITERATIONS] [ROUNDS]
+//! cargo run --release -p keel-capi --example loop_ratio -- \
+//!     [THREADS] [ITERATIONS] [ROUNDS] [BODY_ROUNDS] [LIBKEEL_SO]
 //! ```
-//! (defaults 2, 100000, 41).
+//! (defaults 2, 100000, 41; `BODY_ROUNDS` 0 or absent: calibrated to
+//! 0.1 µs, a number fixes it, e.g. under callgrind). With `LIBKEEL_SO`, the
+//! C side calls the shared library's entry points (found with `dlsym`, as
+//! a C program's calls are resolved, thread-locals through the shared
+//! object's TLS model) on the library's own pool, and the Rust loop runs on
+//! a pool of its own of the same size; without it both run on one pool
+//! through the rlib.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -42,7 +49,7 @@ unsafe extern "C-unwind" fn c_body(begin: i64, end: i64, _thread: usize, _ctx: *
     0
 }
 
-fn calibrate() -> f64 {
+fn calibrate(fixed: u32) -> f64 {
     let time = |rounds: u32| {
         // SAFETY: no loop runs yet.
         unsafe { ROUNDS = rounds };
@@ -53,20 +60,57 @@ fn calibrate() -> f64 {
         }
         t.elapsed().as_secs_f64() / n as f64
     };
-    let per_round = time(256) / 256.0;
-    let rounds = (0.1e-6 / per_round).round().max(1.0) as u32;
+    let rounds = if fixed > 0 {
+        fixed
+    } else {
+        let per_round = time(256) / 256.0;
+        (0.1e-6 / per_round).round().max(1.0) as u32
+    };
     time(rounds)
 }
 
+type PoolNew = unsafe extern "C" fn(usize, *mut keel_status) -> *mut keel_pool;
+type ForId = unsafe extern "C" fn(
+    *const keel_pool,
+    *const c_char,
+    i64,
+    i64,
+    *const c_char,
+    u32,
+    keel_loop_body,
+    *mut c_void,
+    *mut keel_loop_stats,
+) -> keel_status;
+
+/// `keel_pool_new` and `keel_parallel_for_id` from the shared library at
+/// `path` (it stays loaded for the process's life).
+fn from_shared_object(path: &str) -> (PoolNew, ForId) {
+    let path = std::ffi::CString::new(path).unwrap();
+    // SAFETY: a C string; the library's initialisers are Rust's own.
+    let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    assert!(!lib.is_null(), "dlopen {path:?} failed");
+    // SAFETY: a live handle and C strings; the symbols have these types
+    // (keel.h).
+    unsafe {
+        let new = libc::dlsym(lib, c"keel_pool_new".as_ptr());
+        let run = libc::dlsym(lib, c"keel_parallel_for_id".as_ptr());
+        assert!(!new.is_null() && !run.is_null());
+        (
+            std::mem::transmute::<*mut c_void, PoolNew>(new),
+            std::mem::transmute::<*mut c_void, ForId>(run),
+        )
+    }
+}
+
 fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("a number"))
-        .collect();
-    let threads = args.first().copied().unwrap_or(2) as usize;
-    let n = args.get(1).copied().unwrap_or(100_000) as i64;
-    let rounds = args.get(2).copied().unwrap_or(41) as usize;
-    let per_call = calibrate();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, default: u64| raw.get(i).map_or(default, |a| a.parse().expect("a number"));
+    let threads = num(0, 2) as usize;
+    let n = num(1, 100_000) as i64;
+    let rounds = num(2, 41) as usize;
+    let fixed_rounds = num(3, 0) as u32;
+    let shared_object = raw.get(4);
+    let per_call = calibrate(fixed_rounds);
     // SAFETY: set by calibrate; no loop runs.
     let work_rounds = unsafe { ROUNDS };
     println!(
@@ -74,12 +118,26 @@ fn main() {
         per_call * 1e6
     );
 
+    let (pool_new, for_id): (PoolNew, ForId) = match shared_object {
+        Some(path) => from_shared_object(path),
+        None => (keel_pool_new, keel_parallel_for_id),
+    };
     let mut status = keel_status::KEEL_OK;
     // SAFETY: a status to write.
-    let handle = unsafe { keel_pool_new(threads, &mut status) };
+    let handle = unsafe { pool_new(threads, &mut status) };
     assert_eq!(status, keel_status::KEEL_OK);
-    // SAFETY: live until freed below.
-    let pool = unsafe { &*handle }.thread_pool();
+    let own_pool;
+    let pool = match shared_object {
+        Some(_) => {
+            own_pool = keel_rt::ThreadPool::builder()
+                .threads(threads)
+                .build()
+                .unwrap();
+            &own_pool
+        }
+        // SAFETY: an rlib handle, live until the end of main.
+        None => unsafe { &*handle }.thread_pool(),
+    };
     let schedule: keel_rt::Schedule = "dynamic,1".parse().unwrap();
 
     let rust = || {
@@ -100,7 +158,7 @@ fn main() {
         let t = Instant::now();
         // SAFETY: a live pool, C strings, a body that ignores ctx.
         let s = unsafe {
-            keel_parallel_for_id(
+            for_id(
                 handle,
                 c"ratio/c".as_ptr(),
                 0,
@@ -145,6 +203,10 @@ fn main() {
         ratios[rounds / 4],
         ratios[3 * rounds / 4]
     );
-    // SAFETY: made above; no loop running.
-    unsafe { keel_pool_free(handle) };
+    println!(
+        "C side through {}",
+        shared_object.map_or("the rlib, on the same pool", |p| p.as_str())
+    );
+    // The handle is left to the process's end: with a shared object it
+    // belongs to that copy of the library.
 }
