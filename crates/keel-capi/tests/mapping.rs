@@ -368,3 +368,29 @@ fn hostile_specs_and_parameters_are_error_codes() {
         keel_mapper_free(m);
     }
 }
+
+#[test]
+fn the_last_error_message_is_per_thread() {
+    // SAFETY: a C string; NULL status.
+    let m = unsafe { keel_mapper_new(c"no-such-policy".as_ptr(), null_mut()) };
+    assert!(m.is_null());
+    let here = message();
+    assert!(here.contains("no-such-policy"), "{here}");
+    let there = std::thread::spawn(|| {
+        let before = message();
+        // SAFETY: NULL is what is tested.
+        let s = unsafe { keel_mapper_new(null(), null_mut()) };
+        assert!(s.is_null());
+        (before, message())
+    })
+    .join()
+    .unwrap();
+    assert_eq!(there.0, "", "a fresh thread has no message");
+    assert!(there.1.contains("NULL"), "{}", there.1);
+    assert_eq!(message(), here, "another thread's failure left this one's");
+    // A call that succeeds leaves the message as it was.
+    let ok = mapper(c"greedy");
+    assert_eq!(message(), here);
+    // SAFETY: made above.
+    unsafe { keel_mapper_free(ok) };
+}
