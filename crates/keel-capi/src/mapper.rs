@@ -47,7 +47,7 @@ use keel_policy::{MappingPolicy, Model, NO_PU};
 use keel_workloads::MappingProblem;
 
 use crate::result::{keel_map_result, MapOutcome};
-use crate::status::{guard, keel_status, report, text, Failure};
+use crate::status::{guard, keel_status, quietly, report, text, Failure};
 
 /// The most PUs a `keel_map` call may name (the trace reader's limit).
 pub const KEEL_MAX_PUS: usize = 1_000_000;
@@ -305,10 +305,12 @@ pub unsafe extern "C" fn keel_mapper_spec(mapper: *const keel_mapper) -> *const 
 /// and used by no other thread.
 #[no_mangle]
 pub unsafe extern "C" fn keel_mapper_free(mapper: *mut keel_mapper) {
-    if !mapper.is_null() {
-        // SAFETY: made by Box::into_raw in keel_mapper_new, freed once.
-        drop(unsafe { Box::from_raw(mapper) });
-    }
+    quietly(|| {
+        if !mapper.is_null() {
+            // SAFETY: made by Box::into_raw in keel_mapper_new, freed once.
+            drop(unsafe { Box::from_raw(mapper) });
+        }
+    });
 }
 
 /// Maps the tasks of `input` on its PUs with the mapper's policy — the same

@@ -45,7 +45,7 @@ use std::sync::Mutex;
 use keel_rt::loops::{LoopId, LoopRecord};
 use keel_rt::{LoopError, LoopSummary, Schedule, ThreadPool};
 
-use crate::status::{guard, keel_status, report, text, Failure};
+use crate::status::{guard, keel_status, quietly, report, text, Failure};
 
 /// A loop body: runs the iterations `[begin, end)` on participant `thread`
 /// (0 is the thread that called `keel_parallel_for`, the others are the
@@ -195,10 +195,12 @@ pub unsafe extern "C" fn keel_pool_threads(pool: *const keel_pool) -> usize {
 /// no loop running on it.
 #[no_mangle]
 pub unsafe extern "C" fn keel_pool_free(pool: *mut keel_pool) {
-    if !pool.is_null() {
-        // SAFETY: made by Box::into_raw in keel_pool_new, freed once.
-        drop(unsafe { Box::from_raw(pool) });
-    }
+    quietly(|| {
+        if !pool.is_null() {
+            // SAFETY: made by Box::into_raw in keel_pool_new, freed once.
+            drop(unsafe { Box::from_raw(pool) });
+        }
+    });
 }
 
 /// `ctx` shared by the participants: the body's contract is that it may

@@ -34,7 +34,7 @@ use keel_policy::metrics;
 use keel_policy::{Mapping, MappingInput, NO_PU};
 use keel_workloads::MappingProblem;
 
-use crate::status::{guard, keel_status, Failure};
+use crate::status::{guard, keel_status, quietly, Failure};
 
 /// One task that moves: from its current PU (-1 when it had none) to its
 /// destination.
@@ -256,8 +256,10 @@ pub unsafe extern "C" fn keel_result_metrics(
 /// `result` is NULL or a result from `keel_map` not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn keel_result_free(result: *mut keel_map_result) {
-    if !result.is_null() {
-        // SAFETY: made by Box::into_raw in keel_map, freed once.
-        drop(unsafe { Box::from_raw(result) });
-    }
+    quietly(|| {
+        if !result.is_null() {
+            // SAFETY: made by Box::into_raw in keel_map, freed once.
+            drop(unsafe { Box::from_raw(result) });
+        }
+    });
 }

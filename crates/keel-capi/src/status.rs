@@ -108,7 +108,8 @@ thread_local! {
 /// `\0`, so the C string is the whole message).
 fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    // A thread past its thread-locals' destruction keeps no message.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = text);
 }
 
 /// Runs an entry point's body: its failure, or a panic inside it, becomes
@@ -130,6 +131,15 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Failure>) -> keel_status {
             keel_status::KEEL_ERR_PANIC
         }
     }
+}
+
+/// Runs a function that returns nothing (the frees): a panic inside, say
+/// from a destructor, is caught and kept as the thread's last error.
+pub(crate) fn quietly(body: impl FnOnce()) {
+    let _ = guard(|| {
+        body();
+        Ok(())
+    });
 }
 
 /// Writes `status` where `out` points, when it is not NULL.
@@ -168,7 +178,9 @@ pub(crate) unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str,
 /// libkeel call on this thread; calls that succeed leave it as it is.
 #[no_mangle]
 pub extern "C" fn keel_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|e| e.borrow().as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
 
 /// The name of a status code as a static string (`"KEEL_ERR_SPEC"`);
