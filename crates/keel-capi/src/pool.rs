@@ -124,6 +124,14 @@ impl keel_loop_stats {
 impl keel_pool {
     /// The Rust pool behind the handle, for Rust code that runs its own
     /// loops beside C callers on the same threads (no C function).
+    ///
+    /// ```
+    /// let handle = unsafe { keel::keel_pool_new(2, std::ptr::null_mut()) };
+    /// let pool = unsafe { &*handle }.thread_pool();
+    /// let sum = pool.parallel(0..100u64).fold_reduce(|| 0, |a, i| a + i, |a, b| a + b);
+    /// assert_eq!(sum, 4950);
+    /// unsafe { keel::keel_pool_free(handle) };
+    /// ```
     pub fn thread_pool(&self) -> &ThreadPool {
         &self.pool
     }
