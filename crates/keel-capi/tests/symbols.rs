@@ -1,0 +1,62 @@
+//! libkeel.so exports the C API and nothing else: no OpenMP runtime entry
+//! point (`GOMP_*`, `__kmpc_*`, `omp_*`) that would interpose the OpenMP
+//! calls of every program linking it, as keel-omp's preload library does
+//! on purpose.
+
+use std::process::Command;
+
+#[test]
+fn libkeel_exports_only_keel_symbols() {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let lib = [deps, deps.parent().unwrap()]
+        .iter()
+        .map(|d| d.join("libkeel.so"))
+        .find(|l| l.exists())
+        .expect("libkeel.so beside the test");
+    let Ok(out) = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+    else {
+        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r.trim() == "nm"),
+            "nm is required here"
+        );
+        eprintln!("SKIPPED: libkeel_exports_only_keel_symbols: nm not found");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    let foreign: Vec<&&str> = names
+        .iter()
+        .filter(|n| n.starts_with("GOMP_") || n.starts_with("__kmpc_") || n.starts_with("omp_"))
+        .collect();
+    assert!(foreign.is_empty(), "OpenMP symbols exported: {foreign:?}");
+    let other: Vec<&&str> = names.iter().filter(|n| !n.starts_with("keel_")).collect();
+    assert!(other.is_empty(), "symbols outside keel_*: {other:?}");
+    // Every entry point of the header is there.
+    let header = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/keel.h"),
+    )
+    .unwrap();
+    for line in header
+        .lines()
+        .filter(|l| !l.starts_with([' ', '/', '#', '}']) && !l.starts_with("typedef"))
+    {
+        if let Some(open) = line.find('(') {
+            let name = line[..open].rsplit([' ', '*']).next().unwrap();
+            assert!(names.contains(&name), "{name} is declared but not exported");
+        }
+    }
+    assert!(names.len() >= 20, "{names:?}");
+}
