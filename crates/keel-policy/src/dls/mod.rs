@@ -250,13 +250,29 @@ impl ThreadLocal {
 
     /// Records one finished chunk of `size` iterations that took `seconds`
     /// (measured as [`Plan::timing`] asks); updates the AWF and AF sums.
+    /// A context that feeds one plan calls [`Plan::measured`] instead,
+    /// which updates only the sums that plan reads.
     pub fn record(&mut self, size: u64, seconds: f64) {
+        self.record_weighted(size, seconds);
+        self.record_sample(size, seconds);
+    }
+
+    /// AWF's half of [`ThreadLocal::record`]: the chunk-index-weighted sums
+    /// behind `π`.
+    #[inline]
+    pub fn record_weighted(&mut self, size: u64, seconds: f64) {
         self.chunks += 1;
-        let kappa = self.chunks as f64;
+        let kappa = to_f64(self.chunks);
         self.weighted_time += kappa * seconds;
-        self.weighted_iterations += kappa * size as f64;
+        self.weighted_iterations += kappa * to_f64(size);
+    }
+
+    /// AF's half of [`ThreadLocal::record`]: one sample of the time per
+    /// iteration (none for an empty chunk).
+    #[inline]
+    pub fn record_sample(&mut self, size: u64, seconds: f64) {
         if size > 0 {
-            let per_iteration = seconds / size as f64;
+            let per_iteration = seconds / to_f64(size);
             self.sum += per_iteration;
             self.sum_squares += per_iteration * per_iteration;
             self.samples += 1;
@@ -265,6 +281,28 @@ impl ThreadLocal {
 
     /// What this thread publishes on the board.
     pub fn timing(&self) -> ThreadTiming {
+        let (mean, sd) = self.moments();
+        ThreadTiming {
+            time_per_iteration: self.time_per_iteration(),
+            mean,
+            sd,
+        }
+    }
+
+    /// AWF's `π` from [`ThreadLocal::record_weighted`]'s sums (0 = no data).
+    #[inline]
+    pub fn time_per_iteration(&self) -> f64 {
+        if self.weighted_iterations > 0.0 {
+            self.weighted_time / self.weighted_iterations
+        } else {
+            0.0
+        }
+    }
+
+    /// AF's `μ` and sample `σ` from [`ThreadLocal::record_sample`]'s sums
+    /// (0 = no data).
+    #[inline]
+    pub fn moments(&self) -> (f64, f64) {
         let n = self.samples as f64;
         let mean = if self.samples > 0 { self.sum / n } else { 0.0 };
         let sd = if self.samples > 1 {
@@ -274,16 +312,7 @@ impl ThreadLocal {
         } else {
             0.0
         };
-        let pi = if self.weighted_iterations > 0.0 {
-            self.weighted_time / self.weighted_iterations
-        } else {
-            0.0
-        };
-        ThreadTiming {
-            time_per_iteration: pi,
-            mean,
-            sd,
-        }
+        (mean, sd)
     }
 }
 
@@ -305,6 +334,19 @@ pub trait TimingBoard {
     fn threads(&self) -> usize;
     /// Thread `thread`'s latest timing.
     fn get(&self, thread: usize) -> ThreadTiming;
+    /// Thread `thread`'s latest `π` alone: what AWF reads of every thread
+    /// at every request, so a board whose fields are separate words reads
+    /// one.
+    ///
+    /// ```
+    /// use keel_policy::dls::{ThreadTiming, TimingBoard};
+    /// let board = vec![ThreadTiming { time_per_iteration: 2e-6, ..ThreadTiming::default() }];
+    /// assert_eq!(board.time_per_iteration(0), 2e-6);
+    /// ```
+    #[inline]
+    fn time_per_iteration(&self, thread: usize) -> f64 {
+        self.get(thread).time_per_iteration
+    }
 }
 
 /// A board held in a plain vector (tests, the simulator).
@@ -355,13 +397,51 @@ pub fn clamp_size(size: u64, min_chunk: u64, remaining: u64) -> u64 {
 /// `⌈x⌉` as a chunk size: 0 for NaN and non-positive values, saturating at
 /// `u64::MAX` (an `as` cast saturates), so a formula that degenerates never
 /// wraps around; callers then clamp to the minimum chunk.
+///
+/// Equal to `x.ceil() as u64` for every `x > 0` (a test sweeps the edges),
+/// without `f64::ceil`, which x86-64's baseline (no SSE4.1 `roundsd`) makes
+/// a library call on the adaptive schedules' per-chunk path: the
+/// truncation, plus one when it lost a fraction. Past 2⁵³ every `f64` is
+/// an integer, so the truncation is exact there; past `u64::MAX` both
+/// saturate.
 #[inline]
 pub(crate) fn ceil_size(x: f64) -> u64 {
-    if x > 0.0 {
-        x.ceil() as u64
-    } else {
+    if !(x > 0.0) {
         0
+    } else if x < TWO_TO_63 {
+        // Signed conversions are one instruction each way on x86-64, the
+        // unsigned ones a sequence; below 2⁶³ both give the same values.
+        let truncated = x as i64;
+        (truncated + i64::from((truncated as f64) < x)) as u64
+    } else {
+        // Every f64 from 2⁶³ up is an integer: the cast is the ceiling
+        // (saturated at `u64::MAX`, as `x.ceil() as u64` is).
+        x as u64
     }
+}
+
+/// 2⁶³ as an `f64`.
+const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// `v as f64` (the same value: both round the same integer), in one
+/// instruction for `v < 2⁶³` (every count a loop holds) instead of x86-64's
+/// unsigned sequence.
+#[inline]
+pub(crate) fn to_f64(v: u64) -> f64 {
+    if v <= i64::MAX as u64 {
+        v as i64 as f64
+    } else {
+        v as f64
+    }
+}
+
+/// `v > 0.0 && v.is_finite()` as one integer comparison of its bits (the
+/// positive finite non-zero values are exactly the bit patterns
+/// `1..=0x7fef_ffff_ffff_ffff`), which the adaptive schedules ask of every
+/// thread's published timing at every request.
+#[inline]
+pub(crate) fn positive_finite(v: f64) -> bool {
+    v.to_bits().wrapping_sub(1) < f64::MAX.to_bits()
 }
 
 /// Guarded `⌊x⌋` for the formulas LB4OMP truncates into an integer.
@@ -407,15 +487,28 @@ pub trait Rule: Copy + fmt::Debug {
     }
 
     /// [`Claim::Remaining`]: size of the next chunk (the context clamps it to
-    /// `[1, remaining]`).
-    fn next_size(
+    /// `[1, remaining]`). Generic over the board, so that a context's board
+    /// is read without a virtual call per thread.
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         _request: Request,
         _local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         remaining
+    }
+
+    /// A measuring plan ([`Rule::timing`] not [`Timing::None`]): records
+    /// one chunk of `size` iterations that took `seconds` in `local` and
+    /// returns the timing due on the board, if one is (when
+    /// [`ThreadLocal::chunk_spent`]). The default keeps every sum and
+    /// publishes every field ([`ThreadLocal::record`],
+    /// [`ThreadLocal::timing`]); a plan may keep only the sums it reads and
+    /// leave the other fields 0, provided what it reads is the same.
+    fn measured(&self, local: &mut ThreadLocal, size: u64, seconds: f64) -> Option<ThreadTiming> {
+        local.record(size, seconds);
+        local.chunk_spent().then(|| local.timing())
     }
 
     /// [`Claim::Steal`]: the range thread `thread` starts with.
@@ -449,6 +542,8 @@ mod ss;
 mod static_block;
 mod static_steal;
 mod tap;
+#[cfg(test)]
+mod tests;
 mod tss;
 mod wf;
 mod workload;
@@ -562,14 +657,38 @@ impl Plan<'_> {
 
     /// See [`Rule::next_size`].
     #[inline]
-    pub fn next_size(
+    pub fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         request: Request,
         local: &mut ThreadLocal,
-        board: &dyn TimingBoard,
+        board: &B,
     ) -> u64 {
         dispatch!(self, r => r.next_size(remaining, request, local, board))
+    }
+
+    /// See [`Rule::measured`]: records one chunk's measurement and returns
+    /// the timing due on the board, if any.
+    ///
+    /// ```
+    /// use keel_policy::dls::{registry, LoopShape, ThreadLocal};
+    /// use keel_policy::ContextHandler;
+    /// let ctx = ContextHandler::new();
+    /// let shape = LoopShape::new(1000, 2, None).unwrap();
+    /// let awf = registry().build("awf-b").unwrap().plan(&shape, &ctx).unwrap();
+    /// let mut local = ThreadLocal::default();
+    /// // AWF publishes π after every chunk: 2 s over 4 iterations.
+    /// let due = awf.measured(&mut local, 4, 2.0).unwrap();
+    /// assert_eq!(due.time_per_iteration, 0.5);
+    /// ```
+    #[inline]
+    pub fn measured(
+        &self,
+        local: &mut ThreadLocal,
+        size: u64,
+        seconds: f64,
+    ) -> Option<ThreadTiming> {
+        dispatch!(self, r => r.measured(local, size, seconds))
     }
 
     /// See [`Rule::home_range`].

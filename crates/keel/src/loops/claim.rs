@@ -21,9 +21,11 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (AF and mAF claim each sub-chunk as a chunk of its own); and, in
-//! recorded instances only, at the fork and the join and at each
-//! participant's start and finish.
+//! for [`Timing::Chunk`] (after the claim and after the body; AF claims
+//! each sub-chunk as a chunk of its own), once per chunk for
+//! [`Timing::Request`] (the end of a participant's chunk is the start of
+//! its next request); and, in recorded instances only, at the fork and the
+//! join and at each participant's start and finish.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -164,6 +166,7 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         body,
         timing: plan.timing(),
         local: ThreadLocal::default(),
+        last: None,
         profile: profile.then(ProfileSums::default),
         chunks: 0,
         iterations: 0,
@@ -222,6 +225,10 @@ struct Runner<'a, 'p> {
     body: &'a (dyn Fn(usize, u64, u64) + Sync),
     timing: Timing,
     local: ThreadLocal,
+    /// The clock read at the end of this participant's last chunk (`None`
+    /// before its first): under [`Timing::Request`] it is also when its next
+    /// request began, so a chunk costs one clock read, not a pair.
+    last: Option<Instant>,
     /// Chunk times for the iteration profile, when the schedule reads one.
     profile: Option<ProfileSums>,
     chunks: u64,
@@ -231,10 +238,15 @@ struct Runner<'a, 'p> {
 }
 
 impl Runner<'_, '_> {
-    /// The request timestamp, only for plans that time whole requests.
+    /// The request timestamp, only for plans that time whole requests: the
+    /// end of the participant's previous chunk, read then; the clock only
+    /// for its first request.
     #[inline]
-    fn stamp(&self) -> Option<Instant> {
-        (self.timing == Timing::Request).then(Instant::now)
+    fn stamp(&mut self) -> Option<Instant> {
+        if self.timing != Timing::Request {
+            return None;
+        }
+        Some(*self.last.get_or_insert_with(Instant::now))
     }
 
     #[inline]
@@ -275,9 +287,13 @@ impl Runner<'_, '_> {
         }
         let began = requested.unwrap_or_else(Instant::now);
         (self.body)(self.me, chunk.start, chunk.end);
-        self.local.record(size, began.elapsed().as_secs_f64());
-        if self.local.chunk_spent() {
-            self.slot.publish(self.local.timing());
+        let end = Instant::now();
+        self.last = Some(end);
+        let seconds = end.saturating_duration_since(began).as_secs_f64();
+        // The plan keeps only the sums it reads and says when its timing is
+        // due on the board (AWF after every chunk, AF when a budget is spent).
+        if let Some(timing) = self.plan.measured(&mut self.local, size, seconds) {
+            self.slot.publish(timing);
         }
     }
 
