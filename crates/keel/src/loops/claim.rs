@@ -31,7 +31,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
+use keel_policy::dls::{clamp_size, Claim, Plan, Request, Rule, ThreadLocal, Timing};
 
 use super::{Board, Slot};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
@@ -159,6 +159,21 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         _ => 0.0,
     };
     let tracer = label.and_then(|label| Some((trace::tracer()?, label)));
+    if tracer.is_none() && !profile && plan.claim() == Claim::Remaining {
+        // The adaptive schedules' loop, compiled for the one rule it runs.
+        let counts = match plan {
+            Plan::AwfLive(rule) => participate_measured(rule, me, instance),
+            Plan::Af(rule) => participate_measured(rule, me, instance),
+            _ if plan.timing() != Timing::None => participate_measured(plan, me, instance),
+            _ => None,
+        };
+        if let Some((chunks, iterations)) = counts {
+            if stats {
+                store_stats(slot, t0, start, chunks, iterations);
+            }
+            return chunks;
+        }
+    }
     let mut runner = Runner {
         me,
         plan,
@@ -210,12 +225,73 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         }
     }
     if stats {
-        slot.chunks.store(runner.chunks, Ordering::Relaxed);
-        slot.iterations.store(runner.iterations, Ordering::Relaxed);
-        slot.start.store(start.to_bits(), Ordering::Relaxed);
-        slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+        store_finish(slot, finish, start, runner.chunks, runner.iterations);
     }
     runner.chunks
+}
+
+/// A participant's end-of-loop stats, its finish read now.
+#[inline]
+fn store_stats(slot: &Slot, t0: Option<Instant>, start: f64, chunks: u64, iterations: u64) {
+    let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
+    store_finish(slot, finish, start, chunks, iterations);
+}
+
+#[inline]
+fn store_finish(slot: &Slot, finish: f64, start: f64, chunks: u64, iterations: u64) {
+    slot.chunks.store(chunks, Ordering::Relaxed);
+    slot.iterations.store(iterations, Ordering::Relaxed);
+    slot.start.store(start.to_bits(), Ordering::Relaxed);
+    slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+}
+
+/// Participant `me`'s share under a plan that measures and claims what
+/// remains (AF, mAF, AWF-B…E), when nothing traces or profiles the
+/// instance: claim, run, time, record, publish, and nothing else. Generic
+/// over the rule, so that the caller's match on the plan leaves no
+/// dispatch in the loop. Returns the chunk and iteration counts; `None`,
+/// having run nothing, for a plan that measures nothing.
+#[inline]
+fn participate_measured<R: Rule>(
+    rule: &R,
+    me: usize,
+    instance: &Instance<'_, '_>,
+) -> Option<(u64, u64)> {
+    let per_request = match rule.timing() {
+        Timing::None => return None,
+        Timing::Chunk => false,
+        Timing::Request => true,
+    };
+    let Instance {
+        n,
+        shared,
+        ref board,
+        body,
+        ..
+    } = *instance;
+    let slot = &board.slots[me];
+    let numbered = rule.numbers_requests();
+    let mut local = ThreadLocal::default();
+    let (mut chunks, mut iterations) = (0, 0);
+    // `Timing::Request` times a chunk from the participant's request for
+    // it, which is the end of its previous chunk: one clock read per chunk.
+    let mut last = per_request.then(Instant::now);
+    while let Some(chunk) = claim_remaining(rule, numbered, shared, n, me, &mut local, board) {
+        let began = last.unwrap_or_else(Instant::now);
+        body(me, chunk.start, chunk.end);
+        let end = Instant::now();
+        if per_request {
+            last = Some(end);
+        }
+        let size = chunk.end - chunk.start;
+        chunks += 1;
+        iterations += size;
+        let seconds = end.saturating_duration_since(began).as_secs_f64();
+        if let Some(timing) = rule.measured(&mut local, size, seconds) {
+            slot.publish(timing);
+        }
+    }
+    Some((chunks, iterations))
 }
 
 struct Runner<'a, 'p> {
@@ -318,8 +394,8 @@ impl Runner<'_, '_> {
 /// across CAS retries: a retry is the same request, not a new one in a
 /// later batch. Both the push and the pull participants claim through here.
 #[inline]
-pub(crate) fn claim_remaining(
-    plan: &Plan<'_>,
+pub(crate) fn claim_remaining<R: Rule>(
+    plan: &R,
     numbered: bool,
     shared: &Shared,
     n: u64,
