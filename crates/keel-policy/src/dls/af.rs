@@ -49,8 +49,8 @@
 //! ```
 
 use super::{
-    ceil_size, positive_finite, to_f64, Claim, LoopShape, Request, Rule, ThreadLocal, ThreadTiming,
-    Timing, TimingBoard,
+    ceil_size, positive_finite, Claim, LoopShape, Request, Rule, ThreadLocal, ThreadTiming, Timing,
+    TimingBoard,
 };
 
 /// LB4OMP's first chunk of a thread that has no measurement yet.
@@ -126,7 +126,7 @@ impl Af {
             d += sd * sd / mu;
             inverse_t += 1.0 / mu;
         }
-        let x = 2.0 * to_f64(remaining) / inverse_t;
+        let x = 2.0 * remaining as f64 / inverse_t;
         let numerator = x * (x / (d + x + (d * d + 2.0 * d * x).sqrt()));
         ceil_size(numerator / (2.0 * own.mean)).max(self.k).max(1)
     }

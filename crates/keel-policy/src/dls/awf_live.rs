@@ -33,8 +33,8 @@ use crate::error::PolicyError;
 use super::fac2::batch_size;
 use super::inputs::Inputs;
 use super::{
-    ceil_size, positive_finite, to_f64, Claim, LoopShape, Plan, Request, Rule, ThreadLocal,
-    ThreadTiming, Timing, TimingBoard, Weights,
+    ceil_size, positive_finite, Claim, LoopShape, Plan, Request, Rule, ThreadLocal, ThreadTiming,
+    Timing, TimingBoard, Weights,
 };
 
 /// Which AWF variant.
@@ -108,7 +108,7 @@ impl<'a> AwfLive<'a> {
                 inverse_sum += 1.0 / v;
             }
         }
-        (1.0 / own) * to_f64(active as u64) / inverse_sum
+        (1.0 / own) * active as f64 / inverse_sum
     }
 }
 
@@ -166,7 +166,7 @@ impl Rule for AwfLive<'_> {
         } else {
             remaining.div_ceil(2 * self.p)
         };
-        let size = ceil_size(self.weight(request.thread, board) * to_f64(base));
+        let size = ceil_size(self.weight(request.thread, board) * base as f64);
         size.max(self.k).max(1)
     }
 }

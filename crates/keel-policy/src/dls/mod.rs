@@ -262,9 +262,9 @@ impl ThreadLocal {
     #[inline]
     pub fn record_weighted(&mut self, size: u64, seconds: f64) {
         self.chunks += 1;
-        let kappa = to_f64(self.chunks);
+        let kappa = self.chunks as f64;
         self.weighted_time += kappa * seconds;
-        self.weighted_iterations += kappa * to_f64(size);
+        self.weighted_iterations += kappa * size as f64;
     }
 
     /// AF's half of [`ThreadLocal::record`]: one sample of the time per
@@ -272,7 +272,7 @@ impl ThreadLocal {
     #[inline]
     pub fn record_sample(&mut self, size: u64, seconds: f64) {
         if size > 0 {
-            let per_iteration = seconds / to_f64(size);
+            let per_iteration = seconds / size as f64;
             self.sum += per_iteration;
             self.sum_squares += per_iteration * per_iteration;
             self.samples += 1;
@@ -406,34 +406,22 @@ pub fn clamp_size(size: u64, min_chunk: u64, remaining: u64) -> u64 {
 /// saturate.
 #[inline]
 pub(crate) fn ceil_size(x: f64) -> u64 {
-    if !(x > 0.0) {
-        0
-    } else if x < TWO_TO_63 {
-        // Signed conversions are one instruction each way on x86-64, the
-        // unsigned ones a sequence; below 2⁶³ both give the same values.
-        let truncated = x as i64;
-        (truncated + i64::from((truncated as f64) < x)) as u64
-    } else {
+    if x >= TWO_TO_63 {
         // Every f64 from 2⁶³ up is an integer: the cast is the ceiling
         // (saturated at `u64::MAX`, as `x.ceil() as u64` is).
         x as u64
+    } else if x > 0.0 {
+        // The signed conversions are an instruction each way on x86-64,
+        // the unsigned ones a sequence; below 2⁶³ both give these values.
+        let truncated = x as i64;
+        (truncated + i64::from((truncated as f64) < x)) as u64
+    } else {
+        0
     }
 }
 
 /// 2⁶³ as an `f64`.
 const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
-
-/// `v as f64` (the same value: both round the same integer), in one
-/// instruction for `v < 2⁶³` (every count a loop holds) instead of x86-64's
-/// unsigned sequence.
-#[inline]
-pub(crate) fn to_f64(v: u64) -> f64 {
-    if v <= i64::MAX as u64 {
-        v as i64 as f64
-    } else {
-        v as f64
-    }
-}
 
 /// `v > 0.0 && v.is_finite()` as one integer comparison of its bits (the
 /// positive finite non-zero values are exactly the bit patterns
@@ -537,11 +525,11 @@ mod fsc;
 mod gac;
 mod guided;
 mod inputs;
+mod plan;
 mod registry;
 mod ss;
 mod static_block;
 mod static_steal;
-mod plan;
 mod tap;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Unit tests of the helpers `dls/mod.rs` shares between schedules.
 
-use super::{ceil_size, positive_finite, to_f64};
+use super::{ceil_size, positive_finite};
 
 /// `ceil_size` is `x.ceil() as u64` for every positive `x`, and 0 otherwise.
 #[test]
@@ -50,19 +50,6 @@ fn ceil_size_is_the_ceiling_cast() {
     }
     for x in edges {
         assert_eq!(ceil_size(x), reference(x), "x = {x:e} ({:#x})", x.to_bits());
-    }
-}
-
-/// `to_f64` is `v as f64` on both sides of 2⁶³.
-#[test]
-fn to_f64_is_the_cast() {
-    let mut values = vec![0, 1, 2, (1 << 53) + 1, i64::MAX as u64, 1 << 63, u64::MAX];
-    values.extend((0..64).flat_map(|e| {
-        let p = 1u64 << e;
-        [p - 1, p, p + 1, p | (p >> 1) | 1]
-    }));
-    for v in values {
-        assert_eq!(to_f64(v).to_bits(), (v as f64).to_bits(), "{v}");
     }
 }
 
