@@ -93,7 +93,7 @@ fn fingerprint(spec: &str, n: u64, p: usize, k: Option<u64>, seed: u64, feed: Fe
         } else {
             0.0
         };
-        let seconds = if rng.next() % 11 == 0 {
+        let seconds = if rng.next().is_multiple_of(11) {
             0.0
         } else {
             size as f64 * speed[t] * noise + overhead

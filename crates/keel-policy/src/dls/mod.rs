@@ -77,9 +77,12 @@
 //!   request, each claimed from the shared counter).
 //! - [`Timing::Chunk`]: time each claimed chunk from after the claim to
 //!   its end; [`Timing::Request`]: from the thread's request, so the
-//!   time carries the scheduling overhead. Feed each to
-//!   [`ThreadLocal::record`] and, when [`ThreadLocal::chunk_spent`], publish
-//!   [`ThreadLocal::timing`] on the board before the thread's next request.
+//!   time carries the scheduling overhead (the end of a thread's previous
+//!   chunk may serve as its request's time: one clock read per chunk).
+//!   Feed each to [`Plan::measured`] and publish the timing it returns on
+//!   the board before the thread's next request (equivalently, for the
+//!   fields the plan reads: [`ThreadLocal::record`] and, when
+//!   [`ThreadLocal::chunk_spent`], [`ThreadLocal::timing`]).
 //! - Reset every [`ThreadLocal`] to `default()` at the start of an instance.
 //!
 //! `dynamic,4` on ten iterations: chunk `i` is a function of `i`, the last one short.
@@ -180,7 +183,8 @@ pub enum Timing {
     /// (AWF-B, AWF-C, AF).
     Chunk,
     /// Time from one request to the next, so the scheduling overhead is
-    /// included (AWF-D, AWF-E, mAF).
+    /// included (AWF-D, AWF-E, mAF): a context may take the end of the
+    /// thread's previous chunk as the request's time.
     Request,
 }
 
