@@ -127,6 +127,26 @@ fn loops_every_chunk_once_named_by_loop_and_schedule() {
         names.contains("traced-auto [exhaustive → ss (explore)]"),
         "{names:?}"
     );
+    // Traced measuring schedules: every iteration in exactly one chunk.
+    for (schedule, chunks) in expect["adaptive"].as_object().unwrap() {
+        let loop_id = format!("traced-{schedule}");
+        let chunks_of: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["args"]["loop"] == loop_id.as_str())
+            .collect();
+        assert_eq!(
+            chunks_of.len() as u64,
+            chunks.as_u64().unwrap(),
+            "{schedule}"
+        );
+        let mut covered = vec![0u8; 1000];
+        for e in &chunks_of {
+            for i in arg(e, "from")..arg(e, "to") {
+                covered[i as usize] += 1;
+            }
+        }
+        assert!(covered.iter().all(|&c| c == 1), "{schedule}: {covered:?}");
+    }
     // The loop after `finish` left no event behind (and the file parsed).
     assert!(
         !names.iter().any(|n| n.starts_with("after-finish")),
@@ -153,6 +173,20 @@ fn child_loops() {
                 std::hint::black_box(i);
             });
     }
+    // The measuring schedules run their general participant when traced:
+    // the per-chunk timing of `af` (a pair of clock reads) and of `maf`
+    // and `awf-d` (one read, the end of a chunk starting the next request).
+    let mut adaptive = serde_json::Map::new();
+    for schedule in ["af", "maf", "awf-b", "awf-d"] {
+        let summary = pool
+            .parallel(0..1000u32)
+            .schedule(schedule.parse().unwrap())
+            .id(format!("traced-{schedule}"))
+            .for_each(|i| {
+                std::hint::black_box(i);
+            });
+        adaptive.insert(schedule.to_string(), json!(summary.chunks));
+    }
     keel::trace::finish();
     keel::trace::finish();
     pool.parallel(0..100u32)
@@ -162,7 +196,10 @@ fn child_loops() {
             std::hint::black_box(i);
         });
     keel::trace::finish();
-    println!("EXPECT {}", json!({ "chunks": summary.chunks }));
+    println!(
+        "EXPECT {}",
+        json!({ "chunks": summary.chunks, "adaptive": adaptive })
+    );
 }
 
 #[test]

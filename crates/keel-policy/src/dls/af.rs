@@ -48,7 +48,10 @@
 //! assert!(!local.chunk_spent());
 //! ```
 
-use super::{ceil_size, Claim, LoopShape, Request, Rule, ThreadLocal, Timing, TimingBoard};
+use super::{
+    ceil_size, positive_finite, Claim, LoopShape, Request, Rule, ThreadLocal, ThreadTiming, Timing,
+    TimingBoard,
+};
 
 /// LB4OMP's first chunk of a thread that has no measurement yet.
 pub const AF_INITIAL_CHUNK: u64 = 100;
@@ -97,9 +100,9 @@ impl Af {
     }
 
     /// AF's chunk for `thread` with `remaining` iterations left.
-    pub fn size(&self, remaining: u64, thread: usize, board: &dyn TimingBoard) -> u64 {
+    pub fn size<B: TimingBoard + ?Sized>(&self, remaining: u64, thread: usize, board: &B) -> u64 {
         let threads = self.p.min(board.threads());
-        let usable = |mu: f64, sd: f64| mu > 0.0 && mu.is_finite() && sd.is_finite();
+        let usable = |mu: f64, sd: f64| positive_finite(mu) && sd.is_finite();
         let own = if thread < threads {
             board.get(thread)
         } else {
@@ -141,16 +144,33 @@ impl Rule for Af {
         }
     }
 
+    /// AF reads `μ` and `σ` alone: only the per-sample sums are kept, and
+    /// they are due once the chunk's budget is spent; `π` stays 0.
+    #[inline]
+    fn measured(&self, local: &mut ThreadLocal, size: u64, seconds: f64) -> Option<ThreadTiming> {
+        local.record_sample(size, seconds);
+        if !local.chunk_spent() {
+            return None;
+        }
+        let (mean, sd) = local.moments();
+        Some(ThreadTiming {
+            mean,
+            sd,
+            ..ThreadTiming::default()
+        })
+    }
+
     /// The next sub-chunk's size for `request`: plans a new chunk from the
     /// board when the thread's budget is spent, then hands out one sub-chunk
     /// of it. Idempotent for a retried request (the budget only shrinks in
     /// [`ThreadLocal::claimed`]).
-    fn next_size(
+    #[inline]
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         request: Request,
         local: &mut ThreadLocal,
-        board: &dyn TimingBoard,
+        board: &B,
     ) -> u64 {
         if local.budget == 0 {
             let chunk = self.size(remaining, request.thread, board);
@@ -169,7 +189,6 @@ impl Rule for Af {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dls::ThreadTiming;
 
     fn board(stats: &[(f64, f64)]) -> Vec<ThreadTiming> {
         stats

@@ -33,7 +33,8 @@ use crate::error::PolicyError;
 use super::fac2::batch_size;
 use super::inputs::Inputs;
 use super::{
-    ceil_size, Claim, LoopShape, Plan, Request, Rule, ThreadLocal, Timing, TimingBoard, Weights,
+    ceil_size, positive_finite, Claim, LoopShape, Plan, Request, Rule, ThreadLocal, ThreadTiming,
+    Timing, TimingBoard, Weights,
 };
 
 /// Which AWF variant.
@@ -79,25 +80,30 @@ impl<'a> AwfLive<'a> {
         }
     }
 
-    /// Thread `thread`'s weight from the board.
-    pub fn weight(&self, thread: usize, board: &dyn TimingBoard) -> f64 {
+    /// Thread `thread`'s weight from the board: `(1/π_own) · n / Σ 1/π_j`
+    /// over the `n` threads with data, in thread order (the sum's order is
+    /// part of the result's last bit), or the initial weight while the
+    /// thread has none. A thread's own `π` is read once: only it writes it.
+    #[inline]
+    pub fn weight<B: TimingBoard + ?Sized>(&self, thread: usize, board: &B) -> f64 {
         let threads = (self.p as usize).min(board.threads());
-        let pi = |i: usize| {
-            let v = board.get(i).time_per_iteration;
-            if v > 0.0 && v.is_finite() {
-                v
-            } else {
-                0.0
-            }
+        let usable = positive_finite;
+        let own = if thread < threads {
+            board.time_per_iteration(thread)
+        } else {
+            0.0
         };
-        let own = if thread < threads { pi(thread) } else { 0.0 };
-        if own == 0.0 {
+        if !usable(own) {
             return self.initial.get(thread);
         }
         let (mut active, mut inverse_sum) = (0usize, 0.0);
         for i in 0..threads {
-            let v = pi(i);
-            if v > 0.0 {
+            let v = if i == thread {
+                own
+            } else {
+                board.time_per_iteration(i)
+            };
+            if usable(v) {
                 active += 1;
                 inverse_sum += 1.0 / v;
             }
@@ -119,8 +125,10 @@ pub(crate) fn plan<'a>(
 }
 
 impl Rule for AwfLive<'_> {
+    /// Only the batched variants (B, D) read the request number; C and E
+    /// size from what remains, so their claims touch no request counter.
     fn numbers_requests(&self) -> bool {
-        true
+        self.variant.batched()
     }
 
     fn claim(&self) -> Claim {
@@ -134,12 +142,24 @@ impl Rule for AwfLive<'_> {
         }
     }
 
-    fn next_size(
+    /// AWF reads `π` alone: only the weighted sums are kept, and `π` is
+    /// due after every chunk (no budget); the AF fields stay 0.
+    #[inline]
+    fn measured(&self, local: &mut ThreadLocal, size: u64, seconds: f64) -> Option<ThreadTiming> {
+        local.record_weighted(size, seconds);
+        Some(ThreadTiming {
+            time_per_iteration: local.time_per_iteration(),
+            ..ThreadTiming::default()
+        })
+    }
+
+    #[inline]
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         request: Request,
         _local: &mut ThreadLocal,
-        board: &dyn TimingBoard,
+        board: &B,
     ) -> u64 {
         let base = if self.variant.batched() {
             batch_size(self.m, request.number / self.p)
@@ -154,7 +174,6 @@ impl Rule for AwfLive<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dls::ThreadTiming;
 
     fn board(pis: &[f64]) -> Vec<ThreadTiming> {
         pis.iter()

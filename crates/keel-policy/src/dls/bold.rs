@@ -131,12 +131,12 @@ impl Rule for Bold {
         Claim::Remaining
     }
 
-    fn next_size(
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         request: Request,
         local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         // A CAS retry repeats the request: only a new request number moves
         // the last size into `previous`.

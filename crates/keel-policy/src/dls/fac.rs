@@ -97,12 +97,12 @@ impl Rule for Fac {
         Claim::Remaining
     }
 
-    fn next_size(
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         request: Request,
         local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         if local.size == 0 {
             local.batch = 0;

@@ -46,12 +46,12 @@ impl Rule for Guided {
         Claim::Remaining
     }
 
-    fn next_size(
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         _request: Request,
         _local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         match self.rule {
             GuidedRule::Classic => remaining.div_ceil(self.p).max(self.k),

@@ -77,9 +77,12 @@
 //!   request, each claimed from the shared counter).
 //! - [`Timing::Chunk`]: time each claimed chunk from after the claim to
 //!   its end; [`Timing::Request`]: from the thread's request, so the
-//!   time carries the scheduling overhead. Feed each to
-//!   [`ThreadLocal::record`] and, when [`ThreadLocal::chunk_spent`], publish
-//!   [`ThreadLocal::timing`] on the board before the thread's next request.
+//!   time carries the scheduling overhead (the end of a thread's previous
+//!   chunk may serve as its request's time: one clock read per chunk).
+//!   Feed each to [`Plan::measured`] and publish the timing it returns on
+//!   the board before the thread's next request (equivalently, for the
+//!   fields the plan reads: [`ThreadLocal::record`] and, when
+//!   [`ThreadLocal::chunk_spent`], [`ThreadLocal::timing`]).
 //! - Reset every [`ThreadLocal`] to `default()` at the start of an instance.
 //!
 //! `dynamic,4` on ten iterations: chunk `i` is a function of `i`, the last one short.
@@ -180,7 +183,8 @@ pub enum Timing {
     /// (AWF-B, AWF-C, AF).
     Chunk,
     /// Time from one request to the next, so the scheduling overhead is
-    /// included (AWF-D, AWF-E, mAF).
+    /// included (AWF-D, AWF-E, mAF): a context may take the end of the
+    /// thread's previous chunk as the request's time.
     Request,
 }
 
@@ -250,11 +254,27 @@ impl ThreadLocal {
 
     /// Records one finished chunk of `size` iterations that took `seconds`
     /// (measured as [`Plan::timing`] asks); updates the AWF and AF sums.
+    /// A context that feeds one plan calls [`Plan::measured`] instead,
+    /// which updates only the sums that plan reads.
     pub fn record(&mut self, size: u64, seconds: f64) {
+        self.record_weighted(size, seconds);
+        self.record_sample(size, seconds);
+    }
+
+    /// AWF's half of [`ThreadLocal::record`]: the chunk-index-weighted sums
+    /// behind `π`.
+    #[inline]
+    pub fn record_weighted(&mut self, size: u64, seconds: f64) {
         self.chunks += 1;
         let kappa = self.chunks as f64;
         self.weighted_time += kappa * seconds;
         self.weighted_iterations += kappa * size as f64;
+    }
+
+    /// AF's half of [`ThreadLocal::record`]: one sample of the time per
+    /// iteration (none for an empty chunk).
+    #[inline]
+    pub fn record_sample(&mut self, size: u64, seconds: f64) {
         if size > 0 {
             let per_iteration = seconds / size as f64;
             self.sum += per_iteration;
@@ -265,6 +285,28 @@ impl ThreadLocal {
 
     /// What this thread publishes on the board.
     pub fn timing(&self) -> ThreadTiming {
+        let (mean, sd) = self.moments();
+        ThreadTiming {
+            time_per_iteration: self.time_per_iteration(),
+            mean,
+            sd,
+        }
+    }
+
+    /// AWF's `π` from [`ThreadLocal::record_weighted`]'s sums (0 = no data).
+    #[inline]
+    pub fn time_per_iteration(&self) -> f64 {
+        if self.weighted_iterations > 0.0 {
+            self.weighted_time / self.weighted_iterations
+        } else {
+            0.0
+        }
+    }
+
+    /// AF's `μ` and sample `σ` from [`ThreadLocal::record_sample`]'s sums
+    /// (0 = no data).
+    #[inline]
+    pub fn moments(&self) -> (f64, f64) {
         let n = self.samples as f64;
         let mean = if self.samples > 0 { self.sum / n } else { 0.0 };
         let sd = if self.samples > 1 {
@@ -274,16 +316,7 @@ impl ThreadLocal {
         } else {
             0.0
         };
-        let pi = if self.weighted_iterations > 0.0 {
-            self.weighted_time / self.weighted_iterations
-        } else {
-            0.0
-        };
-        ThreadTiming {
-            time_per_iteration: pi,
-            mean,
-            sd,
-        }
+        (mean, sd)
     }
 }
 
@@ -305,6 +338,19 @@ pub trait TimingBoard {
     fn threads(&self) -> usize;
     /// Thread `thread`'s latest timing.
     fn get(&self, thread: usize) -> ThreadTiming;
+    /// Thread `thread`'s latest `π` alone: what AWF reads of every thread
+    /// at every request, so a board whose fields are separate words reads
+    /// one.
+    ///
+    /// ```
+    /// use keel_policy::dls::{ThreadTiming, TimingBoard};
+    /// let board = vec![ThreadTiming { time_per_iteration: 2e-6, ..ThreadTiming::default() }];
+    /// assert_eq!(board.time_per_iteration(0), 2e-6);
+    /// ```
+    #[inline]
+    fn time_per_iteration(&self, thread: usize) -> f64 {
+        self.get(thread).time_per_iteration
+    }
 }
 
 /// A board held in a plain vector (tests, the simulator).
@@ -355,13 +401,39 @@ pub fn clamp_size(size: u64, min_chunk: u64, remaining: u64) -> u64 {
 /// `⌈x⌉` as a chunk size: 0 for NaN and non-positive values, saturating at
 /// `u64::MAX` (an `as` cast saturates), so a formula that degenerates never
 /// wraps around; callers then clamp to the minimum chunk.
+///
+/// Equal to `x.ceil() as u64` for every `x > 0` (a test sweeps the edges),
+/// without `f64::ceil`, which x86-64's baseline (no SSE4.1 `roundsd`) makes
+/// a library call on the adaptive schedules' per-chunk path: the
+/// truncation, plus one when it lost a fraction. Past 2⁵³ every `f64` is
+/// an integer, so the truncation is exact there; past `u64::MAX` both
+/// saturate.
 #[inline]
 pub(crate) fn ceil_size(x: f64) -> u64 {
-    if x > 0.0 {
-        x.ceil() as u64
+    if x >= TWO_TO_63 {
+        // Every f64 from 2⁶³ up is an integer: the cast is the ceiling
+        // (saturated at `u64::MAX`, as `x.ceil() as u64` is).
+        x as u64
+    } else if x > 0.0 {
+        // The signed conversions are an instruction each way on x86-64,
+        // the unsigned ones a sequence; below 2⁶³ both give these values.
+        let truncated = x as i64;
+        (truncated + i64::from((truncated as f64) < x)) as u64
     } else {
         0
     }
+}
+
+/// 2⁶³ as an `f64`.
+const TWO_TO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// `v > 0.0 && v.is_finite()` as one integer comparison of its bits (the
+/// positive finite non-zero values are exactly the bit patterns
+/// `1..=0x7fef_ffff_ffff_ffff`), which the adaptive schedules ask of every
+/// thread's published timing at every request.
+#[inline]
+pub(crate) fn positive_finite(v: f64) -> bool {
+    v.to_bits().wrapping_sub(1) < f64::MAX.to_bits()
 }
 
 /// Guarded `⌊x⌋` for the formulas LB4OMP truncates into an integer.
@@ -407,15 +479,28 @@ pub trait Rule: Copy + fmt::Debug {
     }
 
     /// [`Claim::Remaining`]: size of the next chunk (the context clamps it to
-    /// `[1, remaining]`).
-    fn next_size(
+    /// `[1, remaining]`). Generic over the board, so that a context's board
+    /// is read without a virtual call per thread.
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         _request: Request,
         _local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         remaining
+    }
+
+    /// A measuring plan ([`Rule::timing`] not [`Timing::None`]): records
+    /// one chunk of `size` iterations that took `seconds` in `local` and
+    /// returns the timing due on the board, if one is (when
+    /// [`ThreadLocal::chunk_spent`]). The default keeps every sum and
+    /// publishes every field ([`ThreadLocal::record`],
+    /// [`ThreadLocal::timing`]); a plan may keep only the sums it reads and
+    /// leave the other fields 0, provided what it reads is the same.
+    fn measured(&self, local: &mut ThreadLocal, size: u64, seconds: f64) -> Option<ThreadTiming> {
+        local.record(size, seconds);
+        local.chunk_spent().then(|| local.timing())
     }
 
     /// [`Claim::Steal`]: the range thread `thread` starts with.
@@ -444,11 +529,14 @@ mod fsc;
 mod gac;
 mod guided;
 mod inputs;
+mod plan;
 mod registry;
 mod ss;
 mod static_block;
 mod static_steal;
 mod tap;
+#[cfg(test)]
+mod tests;
 mod tss;
 mod wf;
 mod workload;
@@ -462,6 +550,7 @@ pub use fsc::fsc_chunk;
 pub use gac::{Gac, GAC_MAX_THREADS};
 pub use guided::{Guided, GuidedRule};
 pub use inputs::{Profile, ProfileSums, Weights, DEFAULT_OVERHEAD};
+pub use plan::Plan;
 pub use registry::{parse_schedule, registry, Schedule, ScheduleParams, AUTO4OMP_PORTFOLIO};
 pub use ss::Ss;
 pub use static_block::StaticBlock;
@@ -470,123 +559,3 @@ pub use tap::{Tap, DEFAULT_ALPHA};
 pub use tss::Tss;
 pub use wf::Weighted;
 pub use workload::{Assigned, Assignment, SharedAssignment, WorkloadSchedule, WORKLOAD_SCHEDULES};
-
-/// A plan for one loop instance: one variant per schedule (or per family of
-/// schedules sharing their arithmetic). `Copy`, and it borrows whatever
-/// per-thread inputs it needs from the context handler, so building one
-/// allocates nothing.
-#[derive(Clone, Copy, Debug)]
-pub enum Plan<'a> {
-    /// `static`, `static,k`.
-    Static(StaticBlock),
-    /// `ss` = `dynamic[,k]`; also `fsc` (a fixed size computed once).
-    Ss(Ss),
-    /// `gss` = `guided` (⌈R/P⌉) and `gss-llvm` (⌊R/2P⌋).
-    Guided(Guided),
-    /// `gac`: LLVM's analytical guided.
-    Gac(Gac),
-    /// `tss`: trapezoid self-scheduling.
-    Tss(Tss),
-    /// `fac`, `mfac`: factoring with profiled μ, σ.
-    Fac(Fac),
-    /// `fac2`, `mfac2` (identical sequences), and the profile schedules'
-    /// fallback.
-    Fac2(Fac2),
-    /// `wf`, `awf`: mFAC2 batches scaled by per-thread weights.
-    Weighted(Weighted<'a>),
-    /// `tap`: tapering.
-    Tap(Tap),
-    /// `bold`: Hagerup's BOLD.
-    Bold(Bold),
-    /// `awf-b`, `awf-c`, `awf-d`, `awf-e`: weights adapted per chunk.
-    AwfLive(AwfLive<'a>),
-    /// `af`, `maf`: adaptive factoring.
-    Af(Af),
-    /// `static-steal`.
-    StaticSteal(StaticSteal),
-    /// `binlpt`, `greedy`: ranges assigned once from workload hints.
-    Assigned(Assigned<'a>),
-}
-
-macro_rules! dispatch {
-    ($self:expr, $rule:ident => $body:expr) => {
-        match $self {
-            Plan::Static($rule) => $body,
-            Plan::Ss($rule) => $body,
-            Plan::Guided($rule) => $body,
-            Plan::Gac($rule) => $body,
-            Plan::Tss($rule) => $body,
-            Plan::Fac($rule) => $body,
-            Plan::Fac2($rule) => $body,
-            Plan::Weighted($rule) => $body,
-            Plan::Tap($rule) => $body,
-            Plan::Bold($rule) => $body,
-            Plan::AwfLive($rule) => $body,
-            Plan::Af($rule) => $body,
-            Plan::StaticSteal($rule) => $body,
-            Plan::Assigned($rule) => $body,
-        }
-    };
-}
-
-impl Plan<'_> {
-    /// How chunks are claimed.
-    #[inline]
-    pub fn claim(&self) -> Claim {
-        dispatch!(self, r => r.claim())
-    }
-
-    /// What the context must measure.
-    #[inline]
-    pub fn timing(&self) -> Timing {
-        dispatch!(self, r => r.timing())
-    }
-
-    /// See [`Rule::static_block`].
-    #[inline]
-    pub fn static_block(&self, thread: usize, round: u64) -> Option<Chunk> {
-        dispatch!(self, r => r.static_block(thread, round))
-    }
-
-    /// See [`Rule::numbers_requests`].
-    #[inline]
-    pub fn numbers_requests(&self) -> bool {
-        dispatch!(self, r => r.numbers_requests())
-    }
-
-    /// See [`Rule::chunk_at`].
-    #[inline]
-    pub fn chunk_at(&self, index: u64) -> Option<Chunk> {
-        dispatch!(self, r => r.chunk_at(index))
-    }
-
-    /// See [`Rule::next_size`].
-    #[inline]
-    pub fn next_size(
-        &self,
-        remaining: u64,
-        request: Request,
-        local: &mut ThreadLocal,
-        board: &dyn TimingBoard,
-    ) -> u64 {
-        dispatch!(self, r => r.next_size(remaining, request, local, board))
-    }
-
-    /// See [`Rule::home_range`].
-    #[inline]
-    pub fn home_range(&self, thread: usize) -> Chunk {
-        dispatch!(self, r => r.home_range(thread))
-    }
-
-    /// See [`Rule::chunk_unit`].
-    #[inline]
-    pub fn chunk_unit(&self) -> u64 {
-        dispatch!(self, r => r.chunk_unit())
-    }
-
-    /// See [`Rule::steal_amount`].
-    #[inline]
-    pub fn steal_amount(&self, victim_remaining: u64) -> u64 {
-        dispatch!(self, r => r.steal_amount(victim_remaining))
-    }
-}

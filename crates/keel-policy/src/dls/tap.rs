@@ -51,12 +51,12 @@ impl Rule for Tap {
         Claim::Remaining
     }
 
-    fn next_size(
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         remaining: u64,
         _request: Request,
         _local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         let t = remaining as f64 / self.p;
         let v = self.v;

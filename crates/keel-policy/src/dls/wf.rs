@@ -74,12 +74,12 @@ impl Rule for Weighted<'_> {
         Claim::Remaining
     }
 
-    fn next_size(
+    fn next_size<B: TimingBoard + ?Sized>(
         &self,
         _remaining: u64,
         request: Request,
         _local: &mut ThreadLocal,
-        _board: &dyn TimingBoard,
+        _board: &B,
     ) -> u64 {
         let base = batch_size(self.m, request.number / self.p);
         let size = ceil_size(self.weights.get(request.thread) * base as f64);

@@ -21,15 +21,17 @@
 //!   cannot leave before its range is empty — so nothing is lost.
 //!
 //! Clocks are read only for adaptive plans ([`Timing`]): twice per chunk
-//! (AF and mAF claim each sub-chunk as a chunk of its own); and, in
-//! recorded instances only, at the fork and the join and at each
-//! participant's start and finish.
+//! for [`Timing::Chunk`] (after the claim and after the body; AF claims
+//! each sub-chunk as a chunk of its own), once per chunk for
+//! [`Timing::Request`] (the end of a participant's chunk is the start of
+//! its next request); and, in recorded instances only, at the fork and the
+//! join and at each participant's start and finish.
 
 use std::ops::Range;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::dls::{clamp_size, Claim, Plan, Request, ThreadLocal, Timing};
+use keel_policy::dls::{clamp_size, Claim, Plan, Request, Rule, ThreadLocal, Timing};
 
 use super::{Board, Slot};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
@@ -157,6 +159,21 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         _ => 0.0,
     };
     let tracer = label.and_then(|label| Some((trace::tracer()?, label)));
+    if tracer.is_none() && !profile && plan.claim() == Claim::Remaining {
+        // The adaptive schedules' loop, compiled for the one rule it runs.
+        let counts = match plan {
+            Plan::AwfLive(rule) => participate_measured(rule, me, instance),
+            Plan::Af(rule) => participate_measured(rule, me, instance),
+            _ if plan.timing() != Timing::None => participate_measured(plan, me, instance),
+            _ => None,
+        };
+        if let Some((chunks, iterations)) = counts {
+            if stats {
+                store_stats(slot, t0, start, chunks, iterations);
+            }
+            return chunks;
+        }
+    }
     let mut runner = Runner {
         me,
         plan,
@@ -164,6 +181,7 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         body,
         timing: plan.timing(),
         local: ThreadLocal::default(),
+        last: None,
         profile: profile.then(ProfileSums::default),
         chunks: 0,
         iterations: 0,
@@ -207,12 +225,73 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
         }
     }
     if stats {
-        slot.chunks.store(runner.chunks, Ordering::Relaxed);
-        slot.iterations.store(runner.iterations, Ordering::Relaxed);
-        slot.start.store(start.to_bits(), Ordering::Relaxed);
-        slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+        store_finish(slot, finish, start, runner.chunks, runner.iterations);
     }
     runner.chunks
+}
+
+/// A participant's end-of-loop stats, its finish read now.
+#[inline]
+fn store_stats(slot: &Slot, t0: Option<Instant>, start: f64, chunks: u64, iterations: u64) {
+    let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
+    store_finish(slot, finish, start, chunks, iterations);
+}
+
+#[inline]
+fn store_finish(slot: &Slot, finish: f64, start: f64, chunks: u64, iterations: u64) {
+    slot.chunks.store(chunks, Ordering::Relaxed);
+    slot.iterations.store(iterations, Ordering::Relaxed);
+    slot.start.store(start.to_bits(), Ordering::Relaxed);
+    slot.finish.store(finish.to_bits(), Ordering::Relaxed);
+}
+
+/// Participant `me`'s share under a plan that measures and claims what
+/// remains (AF, mAF, AWF-B…E), when nothing traces or profiles the
+/// instance: claim, run, time, record, publish, and nothing else. Generic
+/// over the rule, so that the caller's match on the plan leaves no
+/// dispatch in the loop. Returns the chunk and iteration counts; `None`,
+/// having run nothing, for a plan that measures nothing.
+#[inline]
+fn participate_measured<R: Rule>(
+    rule: &R,
+    me: usize,
+    instance: &Instance<'_, '_>,
+) -> Option<(u64, u64)> {
+    let per_request = match rule.timing() {
+        Timing::None => return None,
+        Timing::Chunk => false,
+        Timing::Request => true,
+    };
+    let Instance {
+        n,
+        shared,
+        ref board,
+        body,
+        ..
+    } = *instance;
+    let slot = &board.slots[me];
+    let numbered = rule.numbers_requests();
+    let mut local = ThreadLocal::default();
+    let (mut chunks, mut iterations) = (0, 0);
+    // `Timing::Request` times a chunk from the participant's request for
+    // it, which is the end of its previous chunk: one clock read per chunk.
+    let mut last = per_request.then(Instant::now);
+    while let Some(chunk) = claim_remaining(rule, numbered, shared, n, me, &mut local, board) {
+        let began = last.unwrap_or_else(Instant::now);
+        body(me, chunk.start, chunk.end);
+        let end = Instant::now();
+        if per_request {
+            last = Some(end);
+        }
+        let size = chunk.end - chunk.start;
+        chunks += 1;
+        iterations += size;
+        let seconds = end.saturating_duration_since(began).as_secs_f64();
+        if let Some(timing) = rule.measured(&mut local, size, seconds) {
+            slot.publish(timing);
+        }
+    }
+    Some((chunks, iterations))
 }
 
 struct Runner<'a, 'p> {
@@ -222,6 +301,10 @@ struct Runner<'a, 'p> {
     body: &'a (dyn Fn(usize, u64, u64) + Sync),
     timing: Timing,
     local: ThreadLocal,
+    /// The clock read at the end of this participant's last chunk (`None`
+    /// before its first): under [`Timing::Request`] it is also when its next
+    /// request began, so a chunk costs one clock read, not a pair.
+    last: Option<Instant>,
     /// Chunk times for the iteration profile, when the schedule reads one.
     profile: Option<ProfileSums>,
     chunks: u64,
@@ -231,10 +314,15 @@ struct Runner<'a, 'p> {
 }
 
 impl Runner<'_, '_> {
-    /// The request timestamp, only for plans that time whole requests.
+    /// The request timestamp, only for plans that time whole requests: the
+    /// end of the participant's previous chunk, read then; the clock only
+    /// for its first request.
     #[inline]
-    fn stamp(&self) -> Option<Instant> {
-        (self.timing == Timing::Request).then(Instant::now)
+    fn stamp(&mut self) -> Option<Instant> {
+        if self.timing != Timing::Request {
+            return None;
+        }
+        Some(*self.last.get_or_insert_with(Instant::now))
     }
 
     #[inline]
@@ -275,9 +363,13 @@ impl Runner<'_, '_> {
         }
         let began = requested.unwrap_or_else(Instant::now);
         (self.body)(self.me, chunk.start, chunk.end);
-        self.local.record(size, began.elapsed().as_secs_f64());
-        if self.local.chunk_spent() {
-            self.slot.publish(self.local.timing());
+        let end = Instant::now();
+        self.last = Some(end);
+        let seconds = end.saturating_duration_since(began).as_secs_f64();
+        // The plan keeps only the sums it reads and says when its timing is
+        // due on the board (AWF after every chunk, AF when a budget is spent).
+        if let Some(timing) = self.plan.measured(&mut self.local, size, seconds) {
+            self.slot.publish(timing);
         }
     }
 
@@ -302,8 +394,8 @@ impl Runner<'_, '_> {
 /// across CAS retries: a retry is the same request, not a new one in a
 /// later batch. Both the push and the pull participants claim through here.
 #[inline]
-pub(crate) fn claim_remaining(
-    plan: &Plan<'_>,
+pub(crate) fn claim_remaining<R: Rule>(
+    plan: &R,
     numbered: bool,
     shared: &Shared,
     n: u64,

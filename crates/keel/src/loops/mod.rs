@@ -182,10 +182,12 @@ pub(crate) struct Board<'s> {
 }
 
 impl TimingBoard for Board<'_> {
+    #[inline]
     fn threads(&self) -> usize {
         self.slots.len()
     }
 
+    #[inline]
     fn get(&self, thread: usize) -> ThreadTiming {
         let word = |i: usize| f64::from_bits(self.slots[thread].timing[i].load(Ordering::Relaxed));
         ThreadTiming {
@@ -193,6 +195,12 @@ impl TimingBoard for Board<'_> {
             mean: word(1),
             sd: word(2),
         }
+    }
+
+    /// One word: AWF reads every thread's `π` at every request.
+    #[inline]
+    fn time_per_iteration(&self, thread: usize) -> f64 {
+        f64::from_bits(self.slots[thread].timing[0].load(Ordering::Relaxed))
     }
 }
 
