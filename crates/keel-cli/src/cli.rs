@@ -49,6 +49,9 @@ pub enum Command {
     /// OpenMP programs (GCC / gfortran) with their loops dispatched by
     /// Keel: `keel omp run [--schedule S] -- ./app args`.
     Omp(crate::omp::OmpArgs),
+    /// Objects across MPI ranks: `keel mpi bench` runs the Lassen-like
+    /// proxy as distributed objects under `mpiexec`.
+    Mpi(crate::mpi_bench::MpiArgs),
 }
 
 /// `keel map`.

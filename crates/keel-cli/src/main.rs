@@ -15,6 +15,7 @@ mod cosched;
 mod demo;
 mod error;
 mod map;
+mod mpi_bench;
 mod omp;
 mod omp_bench;
 mod omp_report;
@@ -90,6 +91,9 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
             }
             omp::OmpCommand::Bench(args) => omp_bench::run(&args, out),
             omp::OmpCommand::Report(args) => omp_report::run(&args, out),
+        },
+        Command::Mpi(args) => match args.command {
+            mpi_bench::MpiCommand::Bench(args) => mpi_bench::run(&args, out),
         },
     }
 }

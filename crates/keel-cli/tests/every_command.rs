@@ -233,6 +233,9 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
         // its quick form where both are there.
         ("omp bench", None),
         ("omp report", form(&["omp", "report", &path(&omp_report)])),
+        // Needs MPICH and keel-mpi-bench (feature mpi); keel-mpi's MPI tests
+        // run its driver, `tests/mpi.rs` here its refusals.
+        ("mpi bench", None),
     ])
 }
 

@@ -37,6 +37,7 @@
 //! assert!(plans[0].metrics.lambda_after < plans[0].metrics.lambda_before);
 //! ```
 
+pub mod bench;
 mod comm;
 mod local;
 mod migrate;

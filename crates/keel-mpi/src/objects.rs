@@ -114,9 +114,9 @@ impl DistributedBuilder {
         } else {
             b = b.initial(keel::objects::DEFAULT_POLICY);
         }
-        if let Some(steps) = self.local_period {
-            b = b.period(steps);
-        }
+        // The local period is kept here, not by the runtime: a remap
+        // clears the load database, which a rank-level balancing due the
+        // same step must read first.
         if let Some(spec) = &self.stealing {
             b = b.stealing(spec.clone());
         }
@@ -144,8 +144,9 @@ impl DistributedBuilder {
             .build::<T>(pool, Vec::new())
             .map(|_| ())
             .map_err(|e| e.to_string())
-            .and_then(|()| match self.period {
-                Some(0) => Err("a rank-level period of 0 steps".to_string()),
+            .and_then(|()| match (self.period, self.local_period) {
+                (Some(0), _) => Err("a rank-level period of 0 steps".to_string()),
+                (_, Some(0)) => Err("a local period of 0 steps".to_string()),
                 _ => Ok(()),
             });
         let failed = |error: DistributedError, objects| Err(Box::new(Refused { error, objects }));
@@ -297,14 +298,19 @@ where
         self.ids.iter().copied().zip(local.into_objects()).collect()
     }
 
-    /// Runs `steps` steps (a collective call).
+    /// Runs `steps` steps, balancing as the periods say except after the
+    /// last (a collective call).
     pub fn run(&mut self, steps: usize) -> Result<Vec<DistributedStep>, DistributedError> {
-        (0..steps).map(|_| self.step()).collect()
+        (0..steps).map(|i| self.step_then(i + 1 < steps)).collect()
     }
 
     /// One step on every rank, then the rank-level balancing if the period
     /// says so (a collective call).
     pub fn step(&mut self) -> Result<DistributedStep, DistributedError> {
+        self.step_then(true)
+    }
+
+    fn step_then(&mut self, may_balance: bool) -> Result<DistributedStep, DistributedError> {
         let began = Instant::now();
         let ran = self.local().step().map(|_| ()).map_err(|e| e.to_string());
         let seconds = began.elapsed().as_secs_f64();
@@ -314,11 +320,25 @@ where
         };
         let step = self.steps_done;
         self.steps_done += 1;
-        let due = self
-            .config
-            .period
-            .is_some_and(|p| self.steps_done.is_multiple_of(p));
-        let rebalance = if due { Some(self.rebalance()?) } else { None };
+        let done = self.steps_done;
+        let due =
+            |period: Option<usize>| may_balance && period.is_some_and(|p| done.is_multiple_of(p));
+        let rebalance = if due(self.config.period) {
+            // Re-places the rank's objects among its PUs too.
+            Some(self.rebalance()?)
+        } else {
+            if due(self.config.local_period) {
+                let remapped = self
+                    .local()
+                    .rebalance()
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                if let Err((rank, reason)) = agree(self.comm, remapped.map(|()| 0.0))? {
+                    return Err(DistributedError::Rank { rank, reason });
+                }
+            }
+            None
+        };
         Ok(DistributedStep {
             step,
             seconds: rank_seconds.iter().copied().fold(0.0, f64::max),

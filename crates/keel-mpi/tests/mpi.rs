@@ -162,3 +162,42 @@ fn distributed_objects_are_conserved_on_one_two_and_four_ranks() {
         }
     }
 }
+
+#[test]
+fn the_bench_runs_every_configuration_with_one_checksum() {
+    let config = keel_mpi::bench::MpiBenchConfig {
+        ranks: vec![1, 2],
+        threads: 1,
+        reps: 1,
+        quick: true,
+        program: PathBuf::from(env!("CARGO_BIN_EXE_keel-mpi-bench")),
+        launcher: "mpiexec".into(),
+        timeout: Duration::from_secs(120),
+    };
+    let mut heard = 0;
+    let report = keel_mpi::bench::run(&config, &mut |_| heard += 1).unwrap();
+    assert_eq!(heard, 6);
+    assert_eq!(report.rows.len(), 6);
+    for row in &report.rows {
+        assert_eq!(row.median.steps, 100);
+        assert!(row.median.total_s > 0.0 && row.vs_no_lb > 0.0, "{row:?}");
+        let balanced = row.config != "no-lb";
+        assert_eq!(row.median.rebalances > 0, balanced, "{row:?}");
+        if row.ranks == 2 && balanced {
+            assert!(row.median.migrations > 0, "{row:?}");
+        }
+    }
+    let bad = keel_mpi::bench::MpiBenchConfig {
+        ranks: vec![0],
+        ..config.clone()
+    };
+    assert!(keel_mpi::bench::run(&bad, &mut |_| {}).is_err());
+    let missing = keel_mpi::bench::MpiBenchConfig {
+        program: "/nonexistent/keel-mpi-bench".into(),
+        ..config
+    };
+    assert!(keel_mpi::bench::run(&missing, &mut |_| {})
+        .unwrap_err()
+        .to_string()
+        .contains("not there"));
+}
