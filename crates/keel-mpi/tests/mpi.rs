@@ -201,3 +201,56 @@ fn the_bench_runs_every_configuration_with_one_checksum() {
         .to_string()
         .contains("not there"));
 }
+
+#[test]
+fn hybrid_sphynx_runs_every_particle_once_under_every_schedule() {
+    let exe = example().with_file_name("mpi_sphynx");
+    let mut checksums = Vec::new();
+    for ranks in [1, 2] {
+        for schedule in ["auto", "static", "dynamic,4"] {
+            let mut child = Command::new("mpiexec")
+                .arg("-n")
+                .arg(ranks.to_string())
+                .arg(&exe)
+                .args(["--schedule", schedule, "--threads", "2"])
+                .args([
+                    "--workload",
+                    "sphynx:particles=2000,short-particles=1000,steps=5",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let status = child
+                .wait_timeout(Duration::from_secs(120))
+                .unwrap()
+                .unwrap_or_else(|| {
+                    let _ = child.kill();
+                    panic!("mpi_sphynx on {ranks} ranks under {schedule} still ran after 120 s")
+                });
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                status.success(),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(stdout.contains("\"once\":true"), "{stdout}");
+            let checksum: f64 = stdout
+                .split("\"checksum\":")
+                .nth(1)
+                .and_then(|s| s.split(',').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("{stdout}"));
+            checksums.push(checksum);
+        }
+    }
+    // Every schedule and rank count computes the same results; the ranks'
+    // partial sums only change the rounding.
+    for c in &checksums {
+        assert!(
+            (c - checksums[0]).abs() <= 1e-12 * checksums[0].abs(),
+            "{checksums:?}"
+        );
+    }
+}
