@@ -143,6 +143,20 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
             ]),
         ),
         (
+            "sim hybrid",
+            form(&[
+                "sim",
+                "hybrid",
+                "--quiet",
+                "--ranks",
+                "2",
+                "--threads",
+                "2",
+                "--workload",
+                "sphynx:particles=400,short-particles=200,steps=2",
+            ]),
+        ),
+        (
             "sim perf",
             form(&[
                 "sim",

@@ -10,12 +10,14 @@
 //! | `perf` | the simulator's own speed: ns per event over P = 16 … 1,024 |
 //! | `farm` | farms of 4, 8, 16 workers, one fast, against the ARRS model |
 //! | `objects` | the Lassen-like proxy on 64 nodes × 16 PUs |
+//! | `hybrid` | SPHYNX-like over MPI ranks × threads: `static` against `auto` at the thread level |
 //! | `cosched` | the FCS paper's §3 on a simulated cluster: verification tables, Fig. 5, application mixes, SWF replay |
 
 pub mod bounds;
 pub mod calibrate;
 pub mod cosched;
 pub mod farm;
+pub mod hybrid;
 pub mod loops;
 pub mod objects;
 pub mod perf;
@@ -54,6 +56,9 @@ pub enum SimCommand {
     Farm(farm::FarmArgs),
     /// Over-decomposed objects on nodes × PUs (Lassen-like proxy).
     Objects(objects::ObjectsArgs),
+    /// SPHYNX-like over MPI ranks × threads: static blocks over ranks,
+    /// thread-level `static` against `auto`.
+    Hybrid(hybrid::HybridArgs),
     /// Coscheduling on a simulated cluster (FCS paper §3): FCFS, GS,
     /// Local, SB and FCS on the paper's scenarios.
     Cosched(cosched::CoschedArgs),
@@ -68,6 +73,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<(), CliError> {
         SimCommand::Perf(a) => perf::run(a, out),
         SimCommand::Farm(a) => farm::run(a),
         SimCommand::Objects(a) => objects::run(a),
+        SimCommand::Hybrid(a) => hybrid::run(a, out),
         SimCommand::Cosched(a) => cosched::run(a, out),
     }
 }

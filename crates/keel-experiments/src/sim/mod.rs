@@ -9,6 +9,7 @@
 //! | [`validate`] | simulated vs measured makespans of every loop schedule, Kendall τ |
 //! | [`perf`] | the simulator's own speed: ns per event over P |
 //! | [`farm`] | farms with one fast worker against the ARRS model |
+//! | [`hybrid`] | SPHYNX-like over MPI ranks × threads: thread-level `auto` inside a static distribution |
 //! | [`objects`] | the Lassen-like proxy on nodes × PUs |
 //! | [`cosched`] | the FCS paper's §3 on a simulated cluster |
 //!
@@ -20,6 +21,7 @@
 pub mod calibrate;
 pub mod cosched;
 pub mod farm;
+pub mod hybrid;
 pub mod loops;
 pub mod objects;
 pub mod perf;

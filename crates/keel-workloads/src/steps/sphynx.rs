@@ -63,6 +63,24 @@ impl Sphynx {
         })
     }
 
+    /// Spin units particle `i` costs in loop call `call` (0, 1: density;
+    /// 2: forces) of `step`: what [`SteppedWorkload::run`] spins, for a
+    /// simulator that costs the same iterations without running them.
+    ///
+    /// ```
+    /// use keel_workloads::steps::{Sphynx, SteppedWorkload};
+    /// let s = Sphynx::from_spec(&"sphynx".parse().unwrap()).unwrap();
+    /// assert_eq!(s.units(0, 0, 5), 2 * s.units(0, 2, 5) + s.neighbours(0, 5));
+    /// ```
+    pub fn units(&self, step: usize, call: usize, i: usize) -> u64 {
+        let per_neighbour = if call == 2 {
+            FORCES_UNITS
+        } else {
+            DENSITY_UNITS
+        };
+        self.neighbours(step, i) * per_neighbour
+    }
+
     /// Neighbours of particle `i` at `step`.
     pub fn neighbours(&self, step: usize, i: usize) -> u64 {
         // A fixed base in 40..=60 from a multiplicative hash of i.
@@ -114,12 +132,7 @@ impl SteppedWorkload for Sphynx {
 
     fn run(&self, step: usize, call: usize, i: usize) -> f64 {
         assert!(step < self.steps && call < 3 && i < self.particles);
-        let units = if call == 2 {
-            FORCES_UNITS
-        } else {
-            DENSITY_UNITS
-        };
-        spin(self.neighbours(step, i) * units, i as u64)
+        spin(self.units(step, call, i), i as u64)
     }
 }
 
