@@ -79,14 +79,20 @@ impl Team {
 /// cursor moves as a pointer, and a loop allocates nothing for it).
 type CursorBox = Box<Option<Cursor>>;
 
-/// `cursor` in the thread's spare box, or in a new one.
-fn boxed(spare: &mut Option<CursorBox>, cursor: Cursor) -> CursorBox {
-    match spare.take() {
-        Some(mut held) => {
-            *held = Some(cursor);
-            held
+/// Joins `work` as participant `me`, the cursor made in the thread's
+/// spare box (or a new one).
+fn join_boxed(
+    work: Arc<Workshare<'static>>,
+    me: usize,
+    spare: &mut Option<CursorBox>,
+) -> Result<CursorBox, keel::loops::LoopError> {
+    let mut held = spare.take().unwrap_or_else(|| Box::new(None));
+    match Workshare::join_into(work, me, &mut held) {
+        Ok(()) => Ok(held),
+        Err(err) => {
+            *spare = Some(held);
+            Err(err)
         }
-        None => Box::new(Some(cursor)),
     }
 }
 
@@ -125,23 +131,21 @@ fn decide(
     let Some(n) = call.bounds.iterations() else {
         return (Decision::Forward, None);
     };
-    let program = settings::program_schedule();
-    let Some(schedule) = settings::settings().schedule_for(
-        call.kind,
-        call.monotonic,
-        program.as_ref().map(Option::as_ref),
-    ) else {
-        return (Decision::Forward, None);
-    };
-    let work = workshare(call.site, &schedule, n, threads);
-    match Arc::clone(&work).join(me) {
-        // Boxed once here: the cursor then moves as a pointer.
-        Ok(cursor) => (Decision::Take(work), Some(boxed(spare, cursor))),
-        Err(err) => {
-            warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
-            (Decision::Forward, None)
+    settings::with_program_schedule(|program| {
+        let Some(schedule) = settings::settings().schedule_ref(call.kind, call.monotonic, program)
+        else {
+            return (Decision::Forward, None);
+        };
+        let work = workshare(call.site, schedule, n, threads);
+        match join_boxed(Arc::clone(&work), me, spare) {
+            // Made in its box: the cursor then moves as a pointer.
+            Ok(cursor) => (Decision::Take(work), Some(cursor)),
+            Err(err) => {
+                warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
+                (Decision::Forward, None)
+            }
         }
-    }
+    })
 }
 
 /// `OMP_CANCELLATION`: a cancelled loop leaves through libgomp's
@@ -207,16 +211,16 @@ fn workshare(
         id: LoopId::named(site_name(site)),
         spare: None,
     });
-    let id = entry.id.clone();
     let work = match entry.spare.take() {
         Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
+            // The site's own workshare: it already names the loop.
             Some(unused) => {
-                unused.renew(id, schedule, n);
+                unused.renew_same_loop(schedule, n);
                 spare
             }
-            None => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+            None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
         },
-        _ => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+        _ => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
     };
     entry.spare = Some(Arc::clone(&work));
     work
@@ -305,21 +309,27 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         let m = st.member.as_mut().filter(|m| m.level == here)?;
         let seq = m.seq;
         m.seq += 1;
-        Some((Arc::clone(&m.team), m.me, m.threads, seq, st.spare.take()))
+        // A pointer, not a clone: a clone would write the team's
+        // reference count, one line for every thread of the team.
+        Some((Arc::as_ptr(&m.team), m.me, m.threads, seq, st.spare.take()))
     })
     .flatten();
     let Some((team, me, threads, seq, mut spare)) = joined else {
         with_state(|st| st.current = Current::Libgomp);
         return false;
     };
+    // SAFETY: the thread's `Member` holds the team until the region's
+    // trampoline (or `leave_team`) replaces it, after the body returned;
+    // nothing in here runs the program's code or replaces the member.
+    let team = unsafe { &*team };
     let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
     let current = match decision {
         Decision::Forward => Current::Libgomp,
         Decision::Take(work) => {
             let cursor = match mine {
                 Some(cursor) => cursor,
-                None => match work.join(me) {
-                    Ok(cursor) => boxed(&mut spare, cursor),
+                None => match join_boxed(work, me, &mut spare) {
+                    Ok(cursor) => cursor,
                     Err(err) => crate::fatal(&format!(
                         "thread {me} of {threads} cannot join a loop its team took: {err}"
                     )),
