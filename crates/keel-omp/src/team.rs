@@ -305,51 +305,47 @@ fn level() -> i32 {
 /// from [`next`]), `false` when the caller must forward the call.
 pub(crate) fn begin(call: &LoopCall) -> bool {
     let here = level();
-    let joined = with_state(|st| {
-        let m = st.member.as_mut().filter(|m| m.level == here)?;
+    // One borrow of the thread's state for the whole start: the decision
+    // and the join run no program code and never reach this state.
+    with_state(|st| {
+        let Some(m) = st.member.as_mut().filter(|m| m.level == here) else {
+            st.current = Current::Libgomp;
+            return false;
+        };
         let seq = m.seq;
         m.seq += 1;
-        // A pointer, not a clone: a clone would write the team's
-        // reference count, one line for every thread of the team.
-        Some((Arc::as_ptr(&m.team), m.me, m.threads, seq, st.spare.take()))
-    })
-    .flatten();
-    let Some((team, me, threads, seq, mut spare)) = joined else {
-        with_state(|st| st.current = Current::Libgomp);
-        return false;
-    };
-    // SAFETY: the thread's `Member` holds the team until the region's
-    // trampoline (or `leave_team`) replaces it, after the body returned;
-    // nothing in here runs the program's code or replaces the member.
-    let team = unsafe { &*team };
-    let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
-    let current = match decision {
-        Decision::Forward => Current::Libgomp,
-        Decision::Take(work) => {
-            let cursor = match mine {
-                Some(cursor) => cursor,
-                None => match join_boxed(work, me, &mut spare) {
-                    Ok(cursor) => cursor,
-                    Err(err) => crate::fatal(&format!(
-                        "thread {me} of {threads} cannot join a loop its team took: {err}"
-                    )),
-                },
-            };
-            Current::Taken {
-                cursor: Some(cursor),
-                bounds: call.bounds,
-                iterations: call.bounds.iterations().unwrap_or(0),
+        let (me, threads) = (m.me, m.threads);
+        // A borrow, not a clone: a clone would write the team's reference
+        // count, one line for every thread of the team.
+        let team: &Team = &m.team;
+        let mut spare = st.spare.take();
+        let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
+        let current = match decision {
+            Decision::Forward => Current::Libgomp,
+            Decision::Take(work) => {
+                let iterations = work.iterations();
+                let cursor = match mine {
+                    Some(cursor) => cursor,
+                    None => match join_boxed(work, me, &mut spare) {
+                        Ok(cursor) => cursor,
+                        Err(err) => crate::fatal(&format!(
+                            "thread {me} of {threads} cannot join a loop its team took: {err}"
+                        )),
+                    },
+                };
+                Current::Taken {
+                    cursor: Some(cursor),
+                    bounds: call.bounds,
+                    iterations,
+                }
             }
-        }
-    };
-    let taken = matches!(current, Current::Taken { .. });
-    with_state(|st| {
+        };
+        let taken = matches!(current, Current::Taken { .. });
         st.current = current;
-        if st.spare.is_none() {
-            st.spare = spare;
-        }
-    });
-    taken
+        st.spare = spare;
+        taken
+    })
+    .unwrap_or(false)
 }
 
 /// What a `*_next` call does.
@@ -363,8 +359,7 @@ pub(crate) enum Step {
 }
 
 pub(crate) fn next() -> Step {
-    let mut finished = None;
-    let step = with_state(|st| match &mut st.current {
+    with_state(|st| match &mut st.current {
         Current::Taken {
             cursor,
             bounds,
@@ -380,7 +375,14 @@ pub(crate) fn next() -> Step {
                     Step::Chunk(s, e)
                 }
                 None => {
-                    finished = cursor.take();
+                    // Dropping the cursor in its box leaves as
+                    // `Cursor::leave` does (its summary is not wanted)
+                    // without moving it out; the box is kept for the
+                    // thread's next loop.
+                    if let Some(mut held) = cursor.take() {
+                        *held = None;
+                        st.spare = Some(held);
+                    }
                     Step::Done
                 }
             }
@@ -392,34 +394,28 @@ pub(crate) fn next() -> Step {
         }
         Current::Libgomp => Step::Forward,
     })
-    .unwrap_or(Step::Forward);
-    // Leaving may record the instance: outside the thread state's borrow.
-    // Dropping the cursor in its box leaves as `Cursor::leave` does (its
-    // summary is not wanted) without moving it out.
-    if let Some(mut held) = finished {
-        *held = None;
-        with_state(|st| st.spare = Some(held));
-    }
-    step
+    .unwrap_or(Step::Forward)
 }
 
 /// Ends the thread's loop: `true` when Keel ran it (the caller then waits
 /// at the team's barrier when the construct has one), `false` when the
 /// caller must forward the call to libgomp.
 pub(crate) fn end() -> bool {
-    let was = with_state(|st| std::mem::replace(&mut st.current, Current::Libgomp));
-    match was {
-        // Dropping a cursor not yet at its end leaves the loop early;
-        // the box is kept for the thread's next loop.
-        Some(Current::Taken { cursor, .. }) => {
-            if let Some(mut held) = cursor {
-                *held = None;
-                with_state(|st| st.spare = Some(held));
+    with_state(
+        |st| match std::mem::replace(&mut st.current, Current::Libgomp) {
+            // Dropping a cursor not yet at its end leaves the loop early;
+            // the box is kept for the thread's next loop.
+            Current::Taken { cursor, .. } => {
+                if let Some(mut held) = cursor {
+                    *held = None;
+                    st.spare = Some(held);
+                }
+                true
             }
-            true
-        }
-        _ => false,
-    }
+            _ => false,
+        },
+    )
+    .unwrap_or(false)
 }
 
 /// How a forwarded combined loop's first chunk is fetched: libgomp's own

@@ -15,7 +15,7 @@ use keel_policy::ContextHandler;
 
 use super::instance::{self, History, LoopSpec, Prepared};
 use super::{claim, ready_slots, Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
-use crate::sync::{AtomicBool, AtomicUsize, OnceLock, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering};
 use crate::trace::LoopLabel;
 
 /// One instance of a loop over the offsets `0..iterations`, run by
@@ -222,7 +222,9 @@ impl<'a> Workshare<'a> {
             })) if keep => ready_slots(plan, &self.slots),
             _ => self.ready = OnceLock::new(),
         }
-        self.shared = claim::Shared::new();
+        // The counters alone, not a whole padded `Shared` moved in.
+        *self.shared.next = AtomicU64::new(0);
+        *self.shared.requests = AtomicU64::new(0);
         self.left = AtomicUsize::new(self.threads);
     }
 
@@ -237,6 +239,19 @@ impl<'a> Workshare<'a> {
     /// ```
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// The instance's iteration count.
+    ///
+    /// ```
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let work = Workshare::pulled(LoopId::named("doc-n"), &"static".parse()?, 9, 4);
+    /// assert_eq!(work.iterations(), 9);
+    /// # Ok::<(), keel::loops::ScheduleError>(())
+    /// ```
+    pub fn iterations(&self) -> u64 {
+        self.iterations
     }
 
     /// The chunk parameter, as [`ParallelLoop::chunk`](super::ParallelLoop::chunk).

@@ -238,7 +238,7 @@ pub struct Cursor {
 impl Cursor {
     /// The participant's next chunk of offsets, `None` when it has no more.
     #[allow(clippy::should_implement_trait)]
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> Option<Range<u64>> {
         if !self.lean {
             return self.next_measured();
@@ -309,13 +309,14 @@ impl Cursor {
     /// ```
     #[inline]
     pub fn next_final_last(&mut self) -> Option<Range<u64>> {
-        let end = self.n;
-        let mut chunk = self.next();
-        if self.held.is_none() && chunk.as_ref().is_some_and(|c| c.end == end) {
-            self.held = chunk.take();
-            chunk = self.next();
+        match self.next() {
+            Some(chunk) if chunk.end == self.n && self.held.is_none() => {
+                self.held = Some(chunk);
+                self.next().or_else(|| self.held.take())
+            }
+            Some(chunk) => Some(chunk),
+            None => self.held.take(),
         }
-        chunk.or_else(|| self.held.take())
     }
 
     /// Leaves the instance: returns its summary to the last participant
@@ -331,7 +332,9 @@ impl Cursor {
             return None;
         }
         self.done = true;
-        self.settle();
+        if !self.lean {
+            self.settle();
+        }
         let finish = self.ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
         let slot = self.slot();
         if let (Some(events), Some(label), Some(tracer)) =
