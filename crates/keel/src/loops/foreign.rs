@@ -15,7 +15,7 @@ use keel_policy::ContextHandler;
 
 use super::instance::{self, History, LoopSpec, Prepared};
 use super::{claim, ready_slots, Board, LoopError, LoopId, LoopSummary, Schedule, Slot};
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, OnceLock, Ordering};
 use crate::trace::LoopLabel;
 
 /// One instance of a loop over the offsets `0..iterations`, run by
@@ -60,7 +60,13 @@ pub struct Workshare<'a> {
     record: bool,
     body: &'a (dyn Fn(usize, u64, u64) + Sync),
     slots: Box<[CachePadded<Slot>]>,
-    joined: Box<[AtomicBool]>,
+    /// Per participant, the last [`instance`](Self::instance) it joined:
+    /// each on a line of its own, which only that participant writes
+    /// (renewing the workshare moves `instance` on instead of clearing
+    /// them).
+    joined: Box<[CachePadded<AtomicU64>]>,
+    /// This instance's number (from 1), for `joined`.
+    instance: u64,
     ready: OnceLock<Result<Ready, LoopError>>,
     shared: claim::Shared,
     left: AtomicUsize,
@@ -134,7 +140,10 @@ impl<'a> Workshare<'a> {
             record: false,
             body,
             slots: (0..threads).map(|_| CachePadded::default()).collect(),
-            joined: (0..threads).map(|_| AtomicBool::new(false)).collect(),
+            joined: (0..threads)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            instance: 1,
             ready: OnceLock::new(),
             shared: claim::Shared::new(),
             left: AtomicUsize::new(threads),
@@ -211,20 +220,24 @@ impl<'a> Workshare<'a> {
         self.iterations = iterations;
         self.chunk = None;
         self.record = false;
-        // New atomics rather than `get_mut`, which loom's lack: the same
-        // plain stores without loom.
-        for joined in self.joined.iter_mut() {
-            *joined = AtomicBool::new(false);
-        }
+        self.instance += 1;
         match self.ready.get() {
             Some(Ok(Ready {
                 plan: Some(plan), ..
             })) if keep => ready_slots(plan, &self.slots),
             _ => self.ready = OnceLock::new(),
         }
-        // The counters alone, not a whole padded `Shared` moved in.
-        *self.shared.next = AtomicU64::new(0);
-        *self.shared.requests = AtomicU64::new(0);
+        // The counters alone, not a whole padded `Shared` moved in; new
+        // atomics rather than `get_mut`, which loom's lack (the same plain
+        // stores without loom). A counter the last instance left at 0
+        // (both under static blocks and stealing, `requests` unless a
+        // factoring schedule numbered its requests) is not written, so
+        // that its line stays in every participant's cache.
+        for counter in [&mut self.shared.next, &mut self.shared.requests] {
+            if counter.load(Ordering::Relaxed) != 0 {
+                **counter = AtomicU64::new(0);
+            }
+        }
         self.left = AtomicUsize::new(self.threads);
     }
 
@@ -355,7 +368,7 @@ impl<'a> Workshare<'a> {
     /// participant prepared (preparing it when `me` is the first).
     fn enter(&self, me: usize) -> Result<&Ready, LoopError> {
         let twice = match self.joined.get(me) {
-            Some(flag) => flag.swap(true, Ordering::Relaxed),
+            Some(last) => last.swap(self.instance, Ordering::Relaxed) == self.instance,
             None => true,
         };
         if twice {

@@ -391,7 +391,7 @@ impl Cursor {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn claim(&mut self) -> Option<Range<u64>> {
         let plan = &self.plan;
         let shared = &self.work.shared;
