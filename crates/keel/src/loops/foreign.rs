@@ -70,6 +70,10 @@ pub struct Workshare<'a> {
     ready: OnceLock<Result<Ready, LoopError>>,
     shared: claim::Shared,
     left: AtomicUsize,
+    /// Preparations of the instances before this one's (the models count
+    /// every preparation of a renewed workshare).
+    #[cfg(all(test, loom))]
+    prepared_before: usize,
 }
 
 /// What the first participant prepared.
@@ -147,6 +151,8 @@ impl<'a> Workshare<'a> {
             ready: OnceLock::new(),
             shared: claim::Shared::new(),
             left: AtomicUsize::new(threads),
+            #[cfg(all(test, loom))]
+            prepared_before: 0,
         }
     }
 
@@ -225,7 +231,13 @@ impl<'a> Workshare<'a> {
             Some(Ok(Ready {
                 plan: Some(plan), ..
             })) if keep => ready_slots(plan, &self.slots),
-            _ => self.ready = OnceLock::new(),
+            _ => {
+                #[cfg(all(test, loom))]
+                {
+                    self.prepared_before += self.ready.runs();
+                }
+                self.ready = OnceLock::new();
+            }
         }
         // The counters alone, not a whole padded `Shared` moved in; new
         // atomics rather than `get_mut`, which loom's lack (the same plain
@@ -399,10 +411,12 @@ impl<'a> Workshare<'a> {
         Some(ready.prepared.finish(&self.id, &self.slots, t_par))
     }
 
-    /// How many participants prepared the instance: one once any arrived.
+    /// How many participants prepared an instance of this workshare: one
+    /// per instance once any arrived, unless a renewed instance kept its
+    /// predecessor's preparation.
     #[cfg(all(test, loom))]
     pub(super) fn preparations(&self) -> usize {
-        self.ready.runs()
+        self.prepared_before + self.ready.runs()
     }
 }
 

@@ -263,8 +263,9 @@ fn loom_cursor_static_steal_holds_the_final_chunk_three_participants() {
 /// loop's next instance (`renew_same_loop`, through `Arc::get_mut`), which
 /// keeps the first instance's preparation and plan and readies only the
 /// counters and the slots again. Both instances hand out every iteration
-/// exactly once, and only the first prepares.
-fn renewed(spec: &'static str, n: u64, threads: usize) {
+/// exactly once, and only the first prepares, unless the second runs over
+/// another iteration count (`second`), which it then prepares afresh.
+fn renewed(spec: &'static str, n: u64, second: u64, threads: usize) {
     let schedule: Schedule = spec.parse().expect("the model's schedule parses");
     let mut work = Arc::new(Workshare::pulled(
         LoopId::named("loom-cursor-renewed"),
@@ -272,7 +273,10 @@ fn renewed(spec: &'static str, n: u64, threads: usize) {
         n,
         threads,
     ));
-    for _ in 0..2 {
+    for n in [n, second] {
+        Arc::get_mut(&mut work)
+            .expect("every cursor is gone")
+            .renew_same_loop(&schedule, n);
         let chunks = Chunks::leak(threads);
         let drain = |work: Arc<Workshare<'static>>, me: usize| {
             let mut place = Box::new(None);
@@ -296,26 +300,27 @@ fn renewed(spec: &'static str, n: u64, threads: usize) {
             other.join().expect("participant");
         }
         check_cover(chunks, n);
-        let Some(unused) = Arc::get_mut(&mut work) else {
-            panic!("every cursor is gone")
-        };
-        unused.renew_same_loop(&schedule, n);
     }
     assert_eq!(
         work.preparations(),
-        1,
-        "the second instance runs from the first's preparation"
+        if second == n { 1 } else { 2 },
+        "the second instance runs from the first's preparation when it can"
     );
 }
 
 #[test]
 fn loom_cursor_renewed_dynamic_two_participants() {
-    loom::model(|| renewed("dynamic,1", 3, 2));
+    loom::model(|| renewed("dynamic,1", 3, 3, 2));
 }
 
 /// Stealing empties the home ranges: the renewed instance readies them
 /// again from the kept plan.
 #[test]
 fn loom_cursor_renewed_static_steal_two_participants() {
-    loom::model(|| renewed("static-steal", 4, 2));
+    loom::model(|| renewed("static-steal", 4, 4, 2));
+}
+
+#[test]
+fn loom_cursor_renewed_over_another_count_prepares_again() {
+    loom::model(|| renewed("dynamic,1", 3, 2, 2));
 }
