@@ -388,6 +388,37 @@ mod tests {
         assert_eq!(text(omp_set_schedule_to_keel(9, 1)), None);
     }
 
+    /// The process-wide mirror, read through its call count: never set,
+    /// then each `omp_set_schedule` seen by this thread and by another
+    /// (the one test here that sets it: the mirror is process-wide).
+    #[test]
+    fn the_program_schedule_mirror_follows_every_set() {
+        let read = || with_program_schedule(|p| p.map(|s| s.map(ToString::to_string)));
+        if PROGRAM_SETS.load(Ordering::Relaxed) == 0 {
+            assert_eq!(read(), None, "never set");
+        }
+        set_program_schedule(2, 5);
+        assert_eq!(read(), Some(Some("ss:chunk=5".into())));
+        assert_eq!(read(), Some(Some("ss:chunk=5".into())), "from the cache");
+        set_program_schedule(3, 0);
+        assert_eq!(read(), Some(Some("gss".into())));
+        std::thread::spawn(|| set_program_schedule(9, 1))
+            .join()
+            .unwrap();
+        assert_eq!(read(), Some(None), "a kind Keel has no equivalent for");
+        let other = std::thread::spawn(move || {
+            with_program_schedule(|p| p.map(|s| s.map(ToString::to_string)))
+        });
+        assert_eq!(other.join().unwrap(), Some(None), "another thread");
+        let (s, _) = Settings::from_vars(None, Some("guided,4"), None);
+        let chosen = with_program_schedule(|p| {
+            s.schedule_ref(Kind::Runtime, false, p)
+                .map(ToString::to_string)
+        });
+        assert_eq!(chosen, None, "forwarded under an unknown program kind");
+        set_program_schedule(1, 0);
+    }
+
     #[test]
     fn bad_take_words_warn_and_are_ignored() {
         let (s, w) = Settings::from_vars(Some("static"), None, Some("dynamic, bogus,GUIDED"));

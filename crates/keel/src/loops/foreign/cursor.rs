@@ -82,7 +82,7 @@ impl Workshare<'static> {
     /// for n in [10, 6] {
     ///     let work = Arc::new(Workshare::pulled(LoopId::named("doc-into"), &schedule, n, 1));
     ///     Workshare::join_into(work, 0, &mut place)?;
-    ///     let cursor = place.as_mut().expect("joined");
+    ///     let cursor = (*place).as_mut().expect("joined");
     ///     let mut seen = 0;
     ///     while let Some(chunk) = cursor.next() {
     ///         seen += chunk.end - chunk.start;
