@@ -118,7 +118,8 @@ pub(crate) struct LoopCall {
 
 /// The first arrival's decision: take the loop under the process-wide
 /// schedule (and join it, so that a schedule that cannot plan it turns
-/// into forwarding before anyone else sees the decision), or forward it.
+/// into forwarding before anyone else sees the decision — unless the call
+/// site's renewed workshare is prepared already), or forward it.
 fn decide(
     call: &LoopCall,
     threads: usize,
@@ -137,6 +138,12 @@ fn decide(
             return (Decision::Forward, None);
         };
         let work = workshare(call.site, schedule, n, threads);
+        if work.prepared() {
+            // Renewed from the site's last instance, whose schedule planned
+            // it: published at once, and the deciding thread joins after,
+            // as the others do, instead of keeping them waiting.
+            return (Decision::Take(work), None);
+        }
         match join_boxed(Arc::clone(&work), me, spare) {
             // Made in its box: the cursor then moves as a pointer.
             Ok(cursor) => (Decision::Take(work), Some(cursor)),

@@ -266,6 +266,31 @@ impl<'a> Workshare<'a> {
         self.threads
     }
 
+    /// Whether the instance is prepared and its schedule could plan it:
+    /// true once a participant joined, and from the start for an instance
+    /// renewed from its predecessor's preparation
+    /// ([`renew_same_loop`](Self::renew_same_loop)). A participant of a
+    /// prepared instance cannot fail to join for its schedule.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let schedule = "dynamic,2".parse()?;
+    /// let mut work = Arc::new(Workshare::pulled(LoopId::named("doc-prepared"), &schedule, 8, 1));
+    /// assert!(!work.prepared());
+    /// drop(Arc::clone(&work).join(0)?);
+    /// assert!(work.prepared());
+    /// Arc::get_mut(&mut work).unwrap().renew_same_loop(&schedule, 8);
+    /// assert!(work.prepared(), "kept for an instance of the same size");
+    /// Arc::get_mut(&mut work).unwrap().renew_same_loop(&schedule, 9);
+    /// assert!(!work.prepared());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prepared(&self) -> bool {
+        matches!(self.ready.get(), Some(Ok(_)))
+    }
+
     /// The instance's iteration count.
     ///
     /// ```

@@ -97,7 +97,8 @@ impl Workshare<'static> {
         me: usize,
         place: &mut Option<Cursor>,
     ) -> Result<(), LoopError> {
-        drop(place.take());
+        // Dropped where it is (a `take` would copy it out first).
+        *place = None;
         *place = Some(Self::attach(this, me)?);
         Ok(())
     }
