@@ -170,7 +170,8 @@ struct Site {
     id: LoopId,
     /// The workshare of its last instance, renewed for the next one when
     /// every participant has left it (and the team size is the same),
-    /// which saves its allocations.
+    /// which saves its allocations and, for an unrecorded fixed schedule
+    /// over as many iterations, its preparation and plan.
     spare: Option<Arc<Workshare<'static>>>,
 }
 

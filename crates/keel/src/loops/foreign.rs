@@ -3,9 +3,10 @@
 //! [`Workshare::participate`] with its own index. The first to arrive
 //! prepares the instance (resolves the schedule, reads what the loop kept,
 //! readies the shared counters and steal ranges) while the others wait for
-//! it; every participant then makes the plan itself — a pure function of
-//! what was prepared, so all plans are equal — and claims chunks; the last
-//! to leave records the instance and gets its summary.
+//! it; the plan is a pure function of what was prepared, so all plans are
+//! equal: the first makes it once when it reads an empty context and every
+//! participant copies it, and otherwise each makes its own. Each claims
+//! chunks; the last to leave records the instance and gets its summary.
 
 use std::time::Instant;
 
