@@ -64,13 +64,20 @@ impl Team {
         spare: &mut Option<CursorBox>,
     ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            return count(decide(call, threads.max(1), me, spare));
+            let (decision, mine) = decide(call, threads.max(1), me, spare);
+            count(&decision);
+            return (decision, mine);
         }
         // The others wait for the first arrival's decision anyway: it is
         // made before it is published.
         let (decision, mine) = self
             .ring
-            .arrive(seq, threads, || count(decide(call, threads, me, spare)));
+            .arrive(seq, threads, || decide(call, threads, me, spare));
+        // Counted by the decider once it is published, off the others'
+        // wait.
+        if mine.is_some() {
+            count(&decision);
+        }
         (decision, mine.flatten())
     }
 }
@@ -96,13 +103,13 @@ fn join_boxed(
     }
 }
 
-fn count(decided: (Decision, Option<CursorBox>)) -> (Decision, Option<CursorBox>) {
-    let counter = match decided.0 {
+/// Counts a decision in [`TAKEN`] or [`FORWARDED`].
+fn count(decision: &Decision) {
+    let counter = match decision {
         Decision::Take(_) => &TAKEN,
         Decision::Forward => &FORWARDED,
     };
     counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    decided
 }
 
 /// A loop as a `*_start` entry (or a combined `GOMP_parallel_loop_*`)
