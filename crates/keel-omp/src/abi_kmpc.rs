@@ -24,16 +24,18 @@ thread_local! {
     /// The bounds of the loop Keel runs on this thread, to map its
     /// offsets back. Set aside with the team state across an inner
     /// region's implicit task (a loop body may open a nested region).
-    static MAP: Cell<Option<KmpBounds>> = const { Cell::new(None) };
+    /// With the bounds, their iteration count, counted once per loop (a
+    /// 128-bit division) rather than at every chunk.
+    static MAP: Cell<Option<(KmpBounds, u64)>> = const { Cell::new(None) };
 }
 
 /// This thread's mapping, taken out (for an inner implicit task).
-pub(crate) fn take_map() -> Option<KmpBounds> {
+pub(crate) fn take_map() -> Option<(KmpBounds, u64)> {
     MAP.try_with(Cell::take).ok().flatten()
 }
 
 /// Puts back what [`take_map`] took.
-pub(crate) fn restore_map(map: Option<KmpBounds>) {
+pub(crate) fn restore_map(map: Option<(KmpBounds, u64)>) {
     let _ = MAP.try_with(|m| m.set(map));
 }
 
@@ -63,7 +65,7 @@ fn init(sched: i32, bounds: KmpBounds, site: usize) -> bool {
         site,
     };
     let taken = team::begin(&call);
-    restore_map(taken.then_some(bounds));
+    restore_map(taken.then_some((bounds, n)));
     taken
 }
 
@@ -83,10 +85,10 @@ enum Out {
 fn next() -> Out {
     match team::next() {
         Step::Chunk(s, e) => {
-            let Some(map) = MAP.try_with(Cell::get).ok().flatten() else {
+            let Some((map, n)) = MAP.try_with(Cell::get).ok().flatten() else {
                 crate::fatal("a chunk of a loop whose bounds this thread does not hold")
             };
-            let (lb, ub, last) = map.chunk(s as u64..e as u64);
+            let (lb, ub, last) = map.chunk_of(s as u64..e as u64, n);
             Out::Chunk {
                 lb,
                 ub,

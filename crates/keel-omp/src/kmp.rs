@@ -87,7 +87,11 @@ impl KmpBounds {
     /// the loop's last iteration (libomp's `*p_last`, which `lastprivate`
     /// reads).
     pub fn chunk(&self, offsets: std::ops::Range<u64>) -> (i128, i128, bool) {
-        let n = self.iterations().unwrap_or(0);
+        self.chunk_of(offsets, self.iterations().unwrap_or(0))
+    }
+
+    /// [`chunk`](Self::chunk) with the loop's iteration count `n` known.
+    pub(crate) fn chunk_of(&self, offsets: std::ops::Range<u64>, n: u64) -> (i128, i128, bool) {
         let at = |k: u64| self.lb + i128::from(k) * self.st;
         let end = offsets.end.max(offsets.start.saturating_add(1));
         (at(offsets.start), at(end - 1), end >= n)

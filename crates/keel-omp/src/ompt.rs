@@ -151,7 +151,7 @@ unsafe extern "C" fn parallel_end(
 /// What a thread set aside on entering an implicit task.
 struct Frame {
     saved: Option<team::Saved>,
-    map: Option<crate::kmp::KmpBounds>,
+    map: Option<(crate::kmp::KmpBounds, u64)>,
 }
 
 /// A thread enters (`SCOPE_BEGIN`) or leaves (`SCOPE_END`) its implicit

@@ -11,11 +11,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The address of `name` in the objects loaded after this one, looked up
 /// once per symbol; aborts with a message when there is none, which only
 /// happens when a program calls libgomp's ABI without libgomp.
+#[inline]
 fn lookup(cache: &AtomicUsize, name: &CStr) -> usize {
     let cached = cache.load(Ordering::Relaxed);
     if cached != 0 {
         return cached;
     }
+    lookup_first(cache, name)
+}
+
+/// [`lookup`] the first time: `dlsym`.
+#[cold]
+#[inline(never)]
+fn lookup_first(cache: &AtomicUsize, name: &CStr) -> usize {
     // SAFETY: `name` is NUL-terminated; RTLD_NEXT is valid from a shared object.
     let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
     if found == 0 {

@@ -14,6 +14,8 @@
 //! - A `monotonic` loop is taken only under a schedule whose chunks each
 //!   thread receives in increasing order; otherwise it is forwarded.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use keel::Schedule;
@@ -53,6 +55,10 @@ pub struct Settings {
     take_dynamic: bool,
     take_guided: bool,
     auto: Schedule,
+    /// [`is_monotonic`] of `keel`'s and `omp`'s schedules, asked once
+    /// (it prints the schedule), not per loop.
+    keel_monotonic: bool,
+    omp_monotonic: bool,
 }
 
 impl Settings {
@@ -92,6 +98,8 @@ impl Settings {
             }
         }
         let auto = "auto".parse().expect("`auto` is a schedule");
+        let keel_monotonic = matches!(&keel, Some(Ok(s)) if is_monotonic(s));
+        let omp_monotonic = matches!(&omp, Some(Some(s)) if is_monotonic(s));
         (
             Settings {
                 keel,
@@ -99,6 +107,8 @@ impl Settings {
                 take_dynamic,
                 take_guided,
                 auto,
+                keel_monotonic,
+                omp_monotonic,
             },
             warnings,
         )
@@ -114,19 +124,35 @@ impl Settings {
         monotonic: bool,
         program: Option<Option<&Schedule>>,
     ) -> Option<Schedule> {
-        let chosen = match (&self.keel, kind) {
+        self.schedule_ref(kind, monotonic, program).cloned()
+    }
+
+    /// [`schedule_for`](Self::schedule_for) without the clone: a loop's
+    /// decision reads the schedule and writes no reference count.
+    pub(crate) fn schedule_ref<'a>(
+        &'a self,
+        kind: Kind,
+        monotonic: bool,
+        program: Option<Option<&'a Schedule>>,
+    ) -> Option<&'a Schedule> {
+        // `auto` may choose any portfolio schedule: never monotonic.
+        let (chosen, ordered) = match (&self.keel, kind) {
             (Some(Err(())), _) => return None,
             (_, Kind::Dynamic) if !self.take_dynamic => return None,
             (_, Kind::Guided) if !self.take_guided => return None,
-            (Some(Ok(s)), _) => s.clone(),
+            (Some(Ok(s)), _) => (s, self.keel_monotonic),
             (None, Kind::Runtime) => match (program, &self.omp) {
-                (Some(set), _) => set?.clone(),
-                (None, Some(env)) => env.clone()?,
-                (None, None) => self.auto.clone(),
+                (Some(set), _) => {
+                    let set = set?;
+                    // Only a monotonic loop asks (printing the schedule).
+                    (set, monotonic && is_monotonic(set))
+                }
+                (None, Some(env)) => (env.as_ref()?, self.omp_monotonic),
+                (None, None) => (&self.auto, false),
             },
-            (None, _) => self.auto.clone(),
+            (None, _) => (&self.auto, false),
         };
-        (!monotonic || is_monotonic(&chosen)).then_some(chosen)
+        (!monotonic || ordered).then_some(chosen)
     }
 }
 
@@ -227,13 +253,54 @@ fn finish_trace_at_exit() {
 /// thread: `None` when it never did.
 static PROGRAM: Mutex<Option<Option<Schedule>>> = Mutex::new(None);
 
-pub(crate) fn set_program_schedule(kind: i32, chunk: i64) {
-    let schedule = omp_set_schedule_to_keel(kind, chunk);
-    *PROGRAM.lock().unwrap_or_else(|e| e.into_inner()) = Some(schedule);
+/// How many times the program called `omp_set_schedule`: a loop's
+/// decision reads this word alone (one relaxed load) while it is 0, which
+/// it stays in a program that never calls it, and takes the lock only
+/// when the count moved since the thread's last look. Relaxed suffices:
+/// a thread sees its own calls in program order, and another thread's
+/// call reaches it through whatever ordered the two (a region's start, a
+/// barrier), as OpenMP itself orders ICV changes.
+static PROGRAM_SETS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The program schedule this thread last read and the count it read
+    /// it at.
+    static PROGRAM_SEEN: RefCell<(u64, Option<Option<Schedule>>)> = const { RefCell::new((0, None)) };
 }
 
-pub(crate) fn program_schedule() -> Option<Option<Schedule>> {
-    PROGRAM.lock().unwrap_or_else(|e| e.into_inner()).clone()
+pub(crate) fn set_program_schedule(kind: i32, chunk: i64) {
+    let schedule = omp_set_schedule_to_keel(kind, chunk);
+    let mut program = PROGRAM.lock().unwrap_or_else(|e| e.into_inner());
+    *program = Some(schedule);
+    // Under the lock: a reader that sees the new count then reads the
+    // schedule it counts (or a later one).
+    PROGRAM_SETS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The schedule the program last set (`None`: never), as `f` reads it.
+pub(crate) fn with_program_schedule<R>(f: impl FnOnce(Option<Option<&Schedule>>) -> R) -> R {
+    let sets = PROGRAM_SETS.load(Ordering::Relaxed);
+    if sets == 0 {
+        return f(None);
+    }
+    let mut f = Some(f);
+    let read = PROGRAM_SEEN.try_with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.0 != sets {
+            let program = PROGRAM.lock().unwrap_or_else(|e| e.into_inner());
+            *seen = (PROGRAM_SETS.load(Ordering::Relaxed), program.clone());
+        }
+        f.take().map(|f| f(seen.1.as_ref().map(Option::as_ref)))
+    });
+    match (read, f) {
+        (Ok(Some(r)), _) => r,
+        // The thread is exiting (its cache is gone): read under the lock.
+        (_, Some(f)) => {
+            let program = PROGRAM.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            f(program.as_ref().map(Option::as_ref))
+        }
+        (_, None) => unreachable!("`f` runs once, in the cache or here"),
+    }
 }
 
 #[cfg(test)]
@@ -320,6 +387,37 @@ mod tests {
         );
         assert_eq!(text(omp_set_schedule_to_keel(3, -4)), Some("gss".into()));
         assert_eq!(text(omp_set_schedule_to_keel(9, 1)), None);
+    }
+
+    /// The process-wide mirror, read through its call count: never set,
+    /// then each `omp_set_schedule` seen by this thread and by another
+    /// (the one test here that sets it: the mirror is process-wide).
+    #[test]
+    fn the_program_schedule_mirror_follows_every_set() {
+        let read = || with_program_schedule(|p| p.map(|s| s.map(ToString::to_string)));
+        if PROGRAM_SETS.load(Ordering::Relaxed) == 0 {
+            assert_eq!(read(), None, "never set");
+        }
+        set_program_schedule(2, 5);
+        assert_eq!(read(), Some(Some("ss:chunk=5".into())));
+        assert_eq!(read(), Some(Some("ss:chunk=5".into())), "from the cache");
+        set_program_schedule(3, 0);
+        assert_eq!(read(), Some(Some("gss".into())));
+        std::thread::spawn(|| set_program_schedule(9, 1))
+            .join()
+            .unwrap();
+        assert_eq!(read(), Some(None), "a kind Keel has no equivalent for");
+        let other = std::thread::spawn(move || {
+            with_program_schedule(|p| p.map(|s| s.map(ToString::to_string)))
+        });
+        assert_eq!(other.join().unwrap(), Some(None), "another thread");
+        let (s, _) = Settings::from_vars(None, Some("guided,4"), None);
+        let chosen = with_program_schedule(|p| {
+            s.schedule_ref(Kind::Runtime, false, p)
+                .map(ToString::to_string)
+        });
+        assert_eq!(chosen, None, "forwarded under an unknown program kind");
+        set_program_schedule(1, 0);
     }
 
     #[test]

@@ -64,13 +64,20 @@ impl Team {
         spare: &mut Option<CursorBox>,
     ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            return count(decide(call, threads.max(1), me, spare));
+            let (decision, mine) = decide(call, threads.max(1), me, spare);
+            count(&decision);
+            return (decision, mine);
         }
         // The others wait for the first arrival's decision anyway: it is
         // made before it is published.
         let (decision, mine) = self
             .ring
-            .arrive(seq, threads, || count(decide(call, threads, me, spare)));
+            .arrive(seq, threads, || decide(call, threads, me, spare));
+        // Counted by the decider once it is published, off the others'
+        // wait.
+        if mine.is_some() {
+            count(&decision);
+        }
         (decision, mine.flatten())
     }
 }
@@ -79,24 +86,30 @@ impl Team {
 /// cursor moves as a pointer, and a loop allocates nothing for it).
 type CursorBox = Box<Option<Cursor>>;
 
-/// `cursor` in the thread's spare box, or in a new one.
-fn boxed(spare: &mut Option<CursorBox>, cursor: Cursor) -> CursorBox {
-    match spare.take() {
-        Some(mut held) => {
-            *held = Some(cursor);
-            held
+/// Joins `work` as participant `me`, the cursor made in the thread's
+/// spare box (or a new one).
+fn join_boxed(
+    work: Arc<Workshare<'static>>,
+    me: usize,
+    spare: &mut Option<CursorBox>,
+) -> Result<CursorBox, keel::loops::LoopError> {
+    let mut held = spare.take().unwrap_or_else(|| Box::new(None));
+    match Workshare::join_into(work, me, &mut held) {
+        Ok(()) => Ok(held),
+        Err(err) => {
+            *spare = Some(held);
+            Err(err)
         }
-        None => Box::new(Some(cursor)),
     }
 }
 
-fn count(decided: (Decision, Option<CursorBox>)) -> (Decision, Option<CursorBox>) {
-    let counter = match decided.0 {
+/// Counts a decision in [`TAKEN`] or [`FORWARDED`].
+fn count(decision: &Decision) {
+    let counter = match decision {
         Decision::Take(_) => &TAKEN,
         Decision::Forward => &FORWARDED,
     };
     counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    decided
 }
 
 /// A loop as a `*_start` entry (or a combined `GOMP_parallel_loop_*`)
@@ -112,7 +125,8 @@ pub(crate) struct LoopCall {
 
 /// The first arrival's decision: take the loop under the process-wide
 /// schedule (and join it, so that a schedule that cannot plan it turns
-/// into forwarding before anyone else sees the decision), or forward it.
+/// into forwarding before anyone else sees the decision — unless the call
+/// site's renewed workshare is prepared already), or forward it.
 fn decide(
     call: &LoopCall,
     threads: usize,
@@ -125,23 +139,27 @@ fn decide(
     let Some(n) = call.bounds.iterations() else {
         return (Decision::Forward, None);
     };
-    let program = settings::program_schedule();
-    let Some(schedule) = settings::settings().schedule_for(
-        call.kind,
-        call.monotonic,
-        program.as_ref().map(Option::as_ref),
-    ) else {
-        return (Decision::Forward, None);
-    };
-    let work = workshare(call.site, &schedule, n, threads);
-    match Arc::clone(&work).join(me) {
-        // Boxed once here: the cursor then moves as a pointer.
-        Ok(cursor) => (Decision::Take(work), Some(boxed(spare, cursor))),
-        Err(err) => {
-            warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
-            (Decision::Forward, None)
+    settings::with_program_schedule(|program| {
+        let Some(schedule) = settings::settings().schedule_ref(call.kind, call.monotonic, program)
+        else {
+            return (Decision::Forward, None);
+        };
+        let work = workshare(call.site, schedule, n, threads);
+        if work.prepared() {
+            // Renewed from the site's last instance, whose schedule planned
+            // it: published at once, and the deciding thread joins after,
+            // as the others do, instead of keeping them waiting.
+            return (Decision::Take(work), None);
         }
-    }
+        match join_boxed(Arc::clone(&work), me, spare) {
+            // Made in its box: the cursor then moves as a pointer.
+            Ok(cursor) => (Decision::Take(work), Some(cursor)),
+            Err(err) => {
+                warn_once(&format!("schedule {schedule} cannot run an OpenMP loop ({err}); such loops keep libgomp's schedule"));
+                (Decision::Forward, None)
+            }
+        }
+    })
 }
 
 /// `OMP_CANCELLATION`: a cancelled loop leaves through libgomp's
@@ -159,7 +177,8 @@ struct Site {
     id: LoopId,
     /// The workshare of its last instance, renewed for the next one when
     /// every participant has left it (and the team size is the same),
-    /// which saves its allocations.
+    /// which saves its allocations and, for an unrecorded fixed schedule
+    /// over as many iterations, its preparation and plan.
     spare: Option<Arc<Workshare<'static>>>,
 }
 
@@ -221,16 +240,16 @@ fn workshare(
         id: LoopId::named(site_name(site)),
         spare: None,
     });
-    let id = entry.id.clone();
     let work = match entry.spare.take() {
         Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
+            // The site's own workshare: it already names the loop.
             Some(unused) => {
-                unused.renew(id, schedule, n);
+                unused.renew_same_loop(schedule, n);
                 spare
             }
-            None => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+            None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
         },
-        _ => Arc::new(Workshare::pulled(id, schedule, n, threads)),
+        _ => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
     };
     entry.spare = Some(Arc::clone(&work));
     work
@@ -304,45 +323,47 @@ fn level() -> i32 {
 /// from [`next`]), `false` when the caller must forward the call.
 pub(crate) fn begin(call: &LoopCall) -> bool {
     let here = level();
-    let joined = with_state(|st| {
-        let m = st.member.as_mut().filter(|m| m.level == here)?;
+    // One borrow of the thread's state for the whole start: the decision
+    // and the join run no program code and never reach this state.
+    with_state(|st| {
+        let Some(m) = st.member.as_mut().filter(|m| m.level == here) else {
+            st.current = Current::Libgomp;
+            return false;
+        };
         let seq = m.seq;
         m.seq += 1;
-        Some((Arc::clone(&m.team), m.me, m.threads, seq, st.spare.take()))
-    })
-    .flatten();
-    let Some((team, me, threads, seq, mut spare)) = joined else {
-        with_state(|st| st.current = Current::Libgomp);
-        return false;
-    };
-    let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
-    let current = match decision {
-        Decision::Forward => Current::Libgomp,
-        Decision::Take(work) => {
-            let cursor = match mine {
-                Some(cursor) => cursor,
-                None => match work.join(me) {
-                    Ok(cursor) => boxed(&mut spare, cursor),
-                    Err(err) => crate::fatal(&format!(
-                        "thread {me} of {threads} cannot join a loop its team took: {err}"
-                    )),
-                },
-            };
-            Current::Taken {
-                cursor: Some(cursor),
-                bounds: call.bounds,
-                iterations: call.bounds.iterations().unwrap_or(0),
+        let (me, threads) = (m.me, m.threads);
+        // A borrow, not a clone: a clone would write the team's reference
+        // count, one line for every thread of the team.
+        let team: &Team = &m.team;
+        let mut spare = st.spare.take();
+        let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
+        let current = match decision {
+            Decision::Forward => Current::Libgomp,
+            Decision::Take(work) => {
+                let iterations = work.iterations();
+                let cursor = match mine {
+                    Some(cursor) => cursor,
+                    None => match join_boxed(work, me, &mut spare) {
+                        Ok(cursor) => cursor,
+                        Err(err) => crate::fatal(&format!(
+                            "thread {me} of {threads} cannot join a loop its team took: {err}"
+                        )),
+                    },
+                };
+                Current::Taken {
+                    cursor: Some(cursor),
+                    bounds: call.bounds,
+                    iterations,
+                }
             }
-        }
-    };
-    let taken = matches!(current, Current::Taken { .. });
-    with_state(|st| {
+        };
+        let taken = matches!(current, Current::Taken { .. });
         st.current = current;
-        if st.spare.is_none() {
-            st.spare = spare;
-        }
-    });
-    taken
+        st.spare = spare;
+        taken
+    })
+    .unwrap_or(false)
 }
 
 /// What a `*_next` call does.
@@ -356,8 +377,7 @@ pub(crate) enum Step {
 }
 
 pub(crate) fn next() -> Step {
-    let mut finished = None;
-    let step = with_state(|st| match &mut st.current {
+    with_state(|st| match &mut st.current {
         Current::Taken {
             cursor,
             bounds,
@@ -373,7 +393,14 @@ pub(crate) fn next() -> Step {
                     Step::Chunk(s, e)
                 }
                 None => {
-                    finished = cursor.take();
+                    // Dropping the cursor in its box leaves as
+                    // `Cursor::leave` does (its summary is not wanted)
+                    // without moving it out; the box is kept for the
+                    // thread's next loop.
+                    if let Some(mut held) = cursor.take() {
+                        *held = None;
+                        st.spare = Some(held);
+                    }
                     Step::Done
                 }
             }
@@ -385,34 +412,28 @@ pub(crate) fn next() -> Step {
         }
         Current::Libgomp => Step::Forward,
     })
-    .unwrap_or(Step::Forward);
-    // Leaving may record the instance: outside the thread state's borrow.
-    // Dropping the cursor in its box leaves as `Cursor::leave` does (its
-    // summary is not wanted) without moving it out.
-    if let Some(mut held) = finished {
-        *held = None;
-        with_state(|st| st.spare = Some(held));
-    }
-    step
+    .unwrap_or(Step::Forward)
 }
 
 /// Ends the thread's loop: `true` when Keel ran it (the caller then waits
 /// at the team's barrier when the construct has one), `false` when the
 /// caller must forward the call to libgomp.
 pub(crate) fn end() -> bool {
-    let was = with_state(|st| std::mem::replace(&mut st.current, Current::Libgomp));
-    match was {
-        // Dropping a cursor not yet at its end leaves the loop early;
-        // the box is kept for the thread's next loop.
-        Some(Current::Taken { cursor, .. }) => {
-            if let Some(mut held) = cursor {
-                *held = None;
-                with_state(|st| st.spare = Some(held));
+    with_state(
+        |st| match std::mem::replace(&mut st.current, Current::Libgomp) {
+            // Dropping a cursor not yet at its end leaves the loop early;
+            // the box is kept for the thread's next loop.
+            Current::Taken { cursor, .. } => {
+                if let Some(mut held) = cursor {
+                    *held = None;
+                    st.spare = Some(held);
+                }
+                true
             }
-            true
-        }
-        _ => false,
-    }
+            _ => false,
+        },
+    )
+    .unwrap_or(false)
 }
 
 /// How a forwarded combined loop's first chunk is fetched: libgomp's own

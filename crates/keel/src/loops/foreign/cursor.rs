@@ -69,10 +69,45 @@ impl Workshare<'static> {
         Self::attach(this, me)
     }
 
+    /// As [`join`](Self::join), with the cursor made in `place` (a cursor
+    /// still there leaves first): a caller that keeps its cursor in a box
+    /// from loop to loop gets it there without a copy of it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use keel::loops::{LoopId, Workshare};
+    ///
+    /// let schedule = "dynamic,4".parse()?;
+    /// let mut place = Box::new(None);
+    /// for n in [10, 6] {
+    ///     let work = Arc::new(Workshare::pulled(LoopId::named("doc-into"), &schedule, n, 1));
+    ///     Workshare::join_into(work, 0, &mut place)?;
+    ///     let cursor = (*place).as_mut().expect("joined");
+    ///     let mut seen = 0;
+    ///     while let Some(chunk) = cursor.next() {
+    ///         seen += chunk.end - chunk.start;
+    ///     }
+    ///     assert_eq!(seen, n);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn join_into(
+        this: Arc<Self>,
+        me: usize,
+        place: &mut Option<Cursor>,
+    ) -> Result<(), LoopError> {
+        // Dropped where it is (a `take` would copy it out first).
+        *place = None;
+        *place = Some(Self::attach(this, me)?);
+        Ok(())
+    }
+
     /// The cursor keeps the instance alive through the crate's `Arc`
     /// (`crate::sync`): under loom the instance's lifetime is then loom's,
     /// which reports a cursor whose reference outlives the execution (a
     /// leaked `Arc`) and orders the instance's drop by the reference count.
+    #[inline(always)]
     fn attach(this: Arc<Self>, me: usize) -> Result<Cursor, LoopError> {
         let ready = this.enter(me)?;
         // SAFETY: `ready` lives inside `*this`, on the heap behind the Arc
@@ -82,39 +117,38 @@ impl Workshare<'static> {
         let ready: &'static Ready = unsafe { &*(ready as *const Ready) };
         // SAFETY: as above, for the workshare itself.
         let work: &'static Workshare<'static> = unsafe { &*Arc::as_ptr(&this) };
-        let mut ctx = Box::new(ContextHandler::new());
-        ready
-            .prepared
-            .provide(&mut ctx, &work.spec(), &ready.history);
-        let plan = ready.prepared.plan(&ctx).map_err(|error| {
-            // A participant that cannot plan still counts as leaving, so
-            // that the others' instance is recorded.
-            LoopError::Schedule {
-                source_name: "schedule",
-                error,
-            }
-        });
-        let plan = match plan {
-            // SAFETY: the plan borrows `*ctx`, boxed (so it never moves)
-            // and owned by the cursor, which drops `plan` before `ctx`.
-            Ok(plan) => unsafe { std::mem::transmute::<Plan<'_>, Plan<'static>>(plan) },
-            Err(err) => {
-                work.leave(ready);
-                return Err(err);
-            }
+        let (plan, ctx) = match ready.plan {
+            // The first participant's plan, which borrows no instance's
+            // context: no context of the cursor's own to keep.
+            Some(plan) => (plan, None),
+            None => match Self::own_plan(work, ready) {
+                Ok(planned) => planned,
+                Err(err) => {
+                    // A participant that cannot plan still counts as
+                    // leaving, so that the others' instance is recorded.
+                    work.leave(ready, false);
+                    return Err(err);
+                }
+            },
         };
         let start = ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
         let tracing = ready.label.is_some() && trace::tracer().is_some();
+        let timing = plan.timing();
+        let profile = ready.prepared.profiled.then(ProfileSums::default);
+        let events = tracing.then(Vec::new);
         Ok(Cursor {
             plan,
             _ctx: ctx,
             ready,
             work,
             me,
-            timing: plan.timing(),
+            claim: plan.claim(),
+            n: work.iterations,
+            lean: timing == Timing::None && profile.is_none() && events.is_none(),
+            timing,
             local: ThreadLocal::default(),
-            profile: ready.prepared.profiled.then(ProfileSums::default),
-            events: tracing.then(Vec::new),
+            profile,
+            events,
             start,
             chunks: 0,
             iterations: 0,
@@ -124,6 +158,32 @@ impl Workshare<'static> {
             held: None,
             _owner: this,
         })
+    }
+}
+
+impl Workshare<'static> {
+    /// A participant's own plan, from a context it fills itself (the
+    /// instance provides measured inputs or hints), with that context.
+    #[allow(clippy::type_complexity)]
+    fn own_plan(
+        work: &'static Workshare<'static>,
+        ready: &'static Ready,
+    ) -> Result<(Plan<'static>, Option<Box<ContextHandler<'static>>>), LoopError> {
+        let mut ctx = Box::new(ContextHandler::new());
+        ready
+            .prepared
+            .provide(&mut ctx, &work.spec(), ready.history());
+        let plan = ready
+            .prepared
+            .plan(&ctx)
+            .map_err(|error| LoopError::Schedule {
+                source_name: "schedule",
+                error,
+            })?;
+        // SAFETY: the plan borrows `*ctx`, boxed (so it never moves) and
+        // owned by the cursor, which drops `plan` before `ctx`.
+        let plan = unsafe { std::mem::transmute::<Plan<'_>, Plan<'static>>(plan) };
+        Ok((plan, Some(ctx)))
     }
 }
 
@@ -146,11 +206,19 @@ struct Pending {
 pub struct Cursor {
     // Field order is drop order: everything borrowing `owner` first.
     plan: Plan<'static>,
-    /// What `plan` borrows; never read otherwise.
-    _ctx: Box<ContextHandler<'static>>,
+    /// What `plan` borrows, when the cursor made its own plan; never read
+    /// otherwise.
+    _ctx: Option<Box<ContextHandler<'static>>>,
     ready: &'static Ready,
     work: &'static Workshare<'static>,
     me: usize,
+    /// `plan.claim()`, asked once.
+    claim: Claim,
+    /// The loop's iteration count, read at every chunk: kept here, off
+    /// the instance's lines that other participants write.
+    n: u64,
+    /// Nothing to time, profile or trace: a chunk is its claim alone.
+    lean: bool,
     timing: Timing,
     local: ThreadLocal,
     profile: Option<ProfileSums>,
@@ -171,7 +239,26 @@ pub struct Cursor {
 impl Cursor {
     /// The participant's next chunk of offsets, `None` when it has no more.
     #[allow(clippy::should_implement_trait)]
+    #[inline(always)]
     pub fn next(&mut self) -> Option<Range<u64>> {
+        if !self.lean {
+            return self.next_measured();
+        }
+        if self.done {
+            return None;
+        }
+        let Some(chunk) = self.claim() else {
+            self.done = true;
+            return None;
+        };
+        self.chunks += 1;
+        self.iterations += chunk.end - chunk.start;
+        Some(chunk)
+    }
+
+    /// [`next`](Self::next) for a cursor that times, profiles or traces
+    /// its chunks.
+    fn next_measured(&mut self) -> Option<Range<u64>> {
         self.settle();
         if self.done {
             return None;
@@ -221,28 +308,34 @@ impl Cursor {
     /// assert_eq!(chunks.last().map(|c| c.end), Some(10));
     /// cursor.leave();
     /// ```
+    #[inline]
     pub fn next_final_last(&mut self) -> Option<Range<u64>> {
-        let end = self.work.iterations;
-        let mut chunk = self.next();
-        if self.held.is_none() && chunk.as_ref().is_some_and(|c| c.end == end) {
-            self.held = chunk.take();
-            chunk = self.next();
+        match self.next() {
+            Some(chunk) if chunk.end == self.n && self.held.is_none() => {
+                self.held = Some(chunk);
+                self.next().or_else(|| self.held.take())
+            }
+            Some(chunk) => Some(chunk),
+            None => self.held.take(),
         }
-        chunk.or_else(|| self.held.take())
     }
 
     /// Leaves the instance: returns its summary to the last participant
     /// to leave, which records it; `None` to the others.
     pub fn leave(mut self) -> Option<LoopSummary> {
-        self.depart()
+        self.depart(true)
     }
 
-    fn depart(&mut self) -> Option<LoopSummary> {
+    /// Leaves; the summary is made only when `wanted` or the instance is
+    /// recorded (its record needs it).
+    fn depart(&mut self, wanted: bool) -> Option<LoopSummary> {
         if self.me == usize::MAX {
             return None;
         }
         self.done = true;
-        self.settle();
+        if !self.lean {
+            self.settle();
+        }
         let finish = self.ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
         let slot = self.slot();
         if let (Some(events), Some(label), Some(tracer)) =
@@ -261,7 +354,7 @@ impl Cursor {
         slot.finish.store(finish.to_bits(), Ordering::Relaxed);
         // Marks the cursor as gone, so that `Drop` does not leave again.
         self.me = usize::MAX;
-        self.work.leave(self.ready)
+        self.work.leave(self.ready, wanted)
     }
 
     fn slot(&self) -> &'static Slot {
@@ -299,11 +392,12 @@ impl Cursor {
         }
     }
 
+    #[inline(always)]
     fn claim(&mut self) -> Option<Range<u64>> {
         let plan = &self.plan;
         let shared = &self.work.shared;
-        let n = self.work.iterations;
-        match plan.claim() {
+        let n = self.n;
+        match self.claim {
             Claim::Static => {
                 let chunk = plan.static_block(self.me, self.round)?;
                 self.round += 1;
@@ -328,7 +422,7 @@ impl Cursor {
 impl Drop for Cursor {
     fn drop(&mut self) {
         if self.me != usize::MAX {
-            self.depart();
+            self.depart(false);
         }
     }
 }

@@ -16,9 +16,11 @@
 //! exactly once, that one participant prepared the instance and that the
 //! instance was recorded once.
 //!
+//! Two more models run an unrecorded instance twice the way the
+//! interposer does, the second renewed from the first's preparation.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
-//! --lib --release loom`. Every model here explores at that bound; the
-//! eight take about 20 s of CPU together (release build).
+//! --lib --release loom`. Every model here explores at that bound.
 
 use super::{Cursor, Workshare};
 use crate::loops::loom_support::{check_cover, check_record as check_cells, Chunks};
@@ -252,4 +254,73 @@ fn loom_cursor_static_steal_holds_the_final_chunk_two_participants() {
 #[test]
 fn loom_cursor_static_steal_holds_the_final_chunk_three_participants() {
     loom::model(|| holding_last("loom-cursor-steal-3", 4, 3));
+}
+
+/// The OpenMP interposer's way with an unrecorded instance: each
+/// participant joins into a box it keeps from loop to loop
+/// (`Workshare::join_into`) and drops its cursor when it runs out; once
+/// every cursor is gone the deciding thread renews the workshare for the
+/// loop's next instance (`renew_same_loop`, through `Arc::get_mut`), which
+/// keeps the first instance's preparation and plan and readies only the
+/// counters and the slots again. Both instances hand out every iteration
+/// exactly once, and only the first prepares, unless the second runs over
+/// another iteration count (`second`), which it then prepares afresh.
+fn renewed(spec: &'static str, n: u64, second: u64, threads: usize) {
+    let schedule: Schedule = spec.parse().expect("the model's schedule parses");
+    let mut work = Arc::new(Workshare::pulled(
+        LoopId::named("loom-cursor-renewed"),
+        &schedule,
+        n,
+        threads,
+    ));
+    for n in [n, second] {
+        Arc::get_mut(&mut work)
+            .expect("every cursor is gone")
+            .renew_same_loop(&schedule, n);
+        let chunks = Chunks::leak(threads);
+        let drain = |work: Arc<Workshare<'static>>, me: usize| {
+            let mut place = Box::new(None);
+            Workshare::join_into(work, me, &mut place).expect("a valid participant");
+            let Some(cursor) = place.as_mut() else {
+                unreachable!("joined")
+            };
+            while let Some(chunk) = cursor.next_final_last() {
+                chunks.push(me, chunk);
+            }
+            *place = None;
+        };
+        let others: Vec<_> = (1..threads)
+            .map(|me| {
+                let work = Arc::clone(&work);
+                thread::spawn(move || drain(work, me))
+            })
+            .collect();
+        drain(Arc::clone(&work), 0);
+        for other in others {
+            other.join().expect("participant");
+        }
+        check_cover(chunks, n);
+    }
+    assert_eq!(
+        work.preparations(),
+        if second == n { 1 } else { 2 },
+        "the second instance runs from the first's preparation when it can"
+    );
+}
+
+#[test]
+fn loom_cursor_renewed_dynamic_two_participants() {
+    loom::model(|| renewed("dynamic,1", 3, 3, 2));
+}
+
+/// Stealing empties the home ranges: the renewed instance readies them
+/// again from the kept plan.
+#[test]
+fn loom_cursor_renewed_static_steal_two_participants() {
+    loom::model(|| renewed("static-steal", 4, 4, 2));
+}
+
+#[test]
+fn loom_cursor_renewed_over_another_count_prepares_again() {
+    loom::model(|| renewed("dynamic,1", 3, 2, 2));
 }

@@ -305,3 +305,60 @@ fn a_renewed_workshare_runs_its_next_instance_exactly_once() {
         assert_eq!(work.threads(), 3);
     }
 }
+
+/// The interposer's way with a call site's workshare: cursors made in
+/// boxes their threads keep and dropped when out of chunks, then
+/// `renew_same_loop` for the next instance — the same size and schedule
+/// (which keeps the preparation and plan), another size, another
+/// schedule. Every instance runs each iteration once, and a participant
+/// that joins twice in a renewed instance is refused as in a fresh one.
+#[test]
+fn a_workshare_renewed_for_the_same_loop_runs_each_instance_exactly_once() {
+    let id = LoopId::named("pulled/renew-same");
+    let steal = "static-steal".parse().unwrap();
+    let dynamic = "dynamic,2".parse().unwrap();
+    let rounds = [
+        (&steal, 90),
+        (&steal, 90),
+        (&steal, 90),
+        (&steal, 61),
+        (&dynamic, 61),
+        (&dynamic, 61),
+        (&steal, 61),
+    ];
+    let mut work = super::Workshare::pulled(id, &steal, 90, 3);
+    let mut boxes: Vec<Box<Option<super::Cursor>>> = (0..3).map(|_| Box::new(None)).collect();
+    for (round, &(schedule, n)) in rounds.iter().enumerate() {
+        work.renew_same_loop(schedule, n);
+        let shared = std::sync::Arc::new(work);
+        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|s| {
+            for (me, place) in boxes.iter_mut().enumerate() {
+                let (shared, counts) = (std::sync::Arc::clone(&shared), &counts);
+                s.spawn(move || {
+                    super::Workshare::join_into(shared, me, place).unwrap();
+                    let cursor = (**place).as_mut().unwrap();
+                    while let Some(chunk) = cursor.next_final_last() {
+                        for i in chunk {
+                            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    **place = None;
+                });
+            }
+        });
+        assert!(
+            counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+            "round {round}: {counts:?}"
+        );
+        assert_eq!(
+            std::sync::Arc::clone(&shared).join(1).unwrap_err(),
+            LoopError::Participant {
+                index: 1,
+                threads: 3
+            },
+            "round {round}: participant 1 already joined"
+        );
+        work = std::sync::Arc::into_inner(shared).expect("every cursor is gone");
+    }
+}
