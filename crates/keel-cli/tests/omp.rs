@@ -102,20 +102,7 @@ fn gcc_openmp() -> bool {
 
 #[test]
 fn omp_bench_quick_prints_every_workload_configuration_and_goal() {
-    let test = "omp_bench_quick_prints_every_workload_configuration_and_goal";
-    if !gcc_openmp() {
-        // As keel-omp's tests: CI, which installs gcc, names it in
-        // KEEL_TESTS_REQUIRE and a missing compiler fails there.
-        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-        assert!(
-            !required.split(',').any(|r| r.trim() == "gcc -fopenmp"),
-            "{test} needs gcc -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
-        );
-        eprintln!("SKIPPED: {test} needs gcc -fopenmp");
-        return;
-    }
-    if !library_beside_keel() {
-        eprintln!("SKIPPED: {test} needs libkeel_omp.so beside keel");
+    if !can_run_openmp("omp_bench_quick_prints_every_workload_configuration_and_goal") {
         return;
     }
     let out = keel()

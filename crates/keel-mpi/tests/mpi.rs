@@ -24,12 +24,13 @@ fn example() -> PathBuf {
     path
 }
 
-/// Runs `mpiexec -n ranks mpi_plan args` with a deadline: (status, stdout, stderr).
-fn mpiexec(ranks: usize, args: &[&str]) -> (Option<i32>, String, String) {
+/// Runs `mpiexec -n ranks program args` with a deadline: (status,
+/// stdout, stderr); a job still running after 120 s is a hang.
+fn launch(ranks: usize, program: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
     let mut child = Command::new("mpiexec")
         .arg("-n")
         .arg(ranks.to_string())
-        .arg(example())
+        .arg(program)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -39,7 +40,10 @@ fn mpiexec(ranks: usize, args: &[&str]) -> (Option<i32>, String, String) {
         Some(status) => status,
         None => {
             let _ = child.kill();
-            panic!("mpiexec -n {ranks} mpi_plan {args:?} still ran after 120 s: a hang");
+            panic!(
+                "mpiexec -n {ranks} {} {args:?} still ran after 120 s: a hang",
+                program.display()
+            );
         }
     };
     let out = child.wait_with_output().unwrap();
@@ -48,6 +52,11 @@ fn mpiexec(ranks: usize, args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `mpi_plan` on `ranks` ranks.
+fn mpiexec(ranks: usize, args: &[&str]) -> (Option<i32>, String, String) {
+    launch(ranks, &example(), args)
 }
 
 fn field(line: &str, name: &str) -> usize {
@@ -107,32 +116,15 @@ fn a_rank_that_dies_ends_the_job_with_its_message() {
     );
 }
 
-/// `mpiexec -n ranks mpi_objects steps threads`.
+/// `mpiexec -n ranks mpi_objects steps 1`.
 fn objects_job(ranks: usize, steps: usize) -> String {
-    let exe = example().with_file_name("mpi_objects");
-    let mut child = Command::new("mpiexec")
-        .arg("-n")
-        .arg(ranks.to_string())
-        .arg(&exe)
-        .args([steps.to_string(), "1".to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = child
-        .wait_timeout(Duration::from_secs(120))
-        .unwrap()
-        .unwrap_or_else(|| {
-            let _ = child.kill();
-            panic!("mpi_objects on {ranks} ranks still ran after 120 s")
-        });
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let steps = steps.to_string();
+    let (status, stdout, stderr) = launch(
+        ranks,
+        &example().with_file_name("mpi_objects"),
+        &[&steps, "1"],
     );
+    assert_eq!(status, Some(0), "{stdout}{stderr}");
     stdout
 }
 
@@ -208,33 +200,19 @@ fn hybrid_sphynx_runs_every_particle_once_under_every_schedule() {
     let mut checksums = Vec::new();
     for ranks in [1, 2] {
         for schedule in ["auto", "static", "dynamic,4"] {
-            let mut child = Command::new("mpiexec")
-                .arg("-n")
-                .arg(ranks.to_string())
-                .arg(&exe)
-                .args(["--schedule", schedule, "--threads", "2"])
-                .args([
+            let (status, stdout, stderr) = launch(
+                ranks,
+                &exe,
+                &[
+                    "--schedule",
+                    schedule,
+                    "--threads",
+                    "2",
                     "--workload",
                     "sphynx:particles=2000,short-particles=1000,steps=5",
-                ])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let status = child
-                .wait_timeout(Duration::from_secs(120))
-                .unwrap()
-                .unwrap_or_else(|| {
-                    let _ = child.kill();
-                    panic!("mpi_sphynx on {ranks} ranks under {schedule} still ran after 120 s")
-                });
-            let out = child.wait_with_output().unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                status.success(),
-                "{stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
+                ],
             );
+            assert_eq!(status, Some(0), "{stdout}{stderr}");
             assert!(stdout.contains("\"once\":true"), "{stdout}");
             let checksum: f64 = stdout
                 .split("\"checksum\":")
