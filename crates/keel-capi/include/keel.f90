@@ -35,6 +35,7 @@ module keel
   integer(c_int), parameter, public :: KEEL_ERR_BODY = 9
   integer(c_int), parameter, public :: KEEL_ERR_PANIC = 10
   integer(c_int), parameter, public :: KEEL_ERR_NOT_FOUND = 11
+  integer(c_int), parameter, public :: KEEL_ERR_MPI = 12
 
   integer(c_size_t), parameter, public :: KEEL_MAX_PUS = 1000000_c_size_t
   integer(c_int32_t), parameter, public :: KEEL_LOOP_RECORDED = 1

@@ -29,6 +29,8 @@
 #![allow(non_camel_case_types)]
 
 mod mapper;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod pool;
 mod result;
 mod status;
@@ -36,6 +38,12 @@ mod status;
 pub use mapper::{
     keel_map, keel_map_input, keel_mapper, keel_mapper_free, keel_mapper_new,
     keel_mapper_set_param, keel_mapper_spec, KEEL_MAX_PUS,
+};
+#[cfg(feature = "mpi")]
+pub use mpi::{
+    keel_mpi_metrics, keel_mpi_plan, keel_mpi_plan_destinations, keel_mpi_plan_exports,
+    keel_mpi_plan_free, keel_mpi_plan_imports, keel_mpi_plan_metrics, keel_mpi_plan_result,
+    keel_transfer,
 };
 pub use pool::{
     keel_loop_body, keel_loop_record_stats, keel_loop_stats, keel_parallel_for,

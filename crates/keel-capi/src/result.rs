@@ -146,7 +146,7 @@ impl From<MapOutcome> for keel_map_result {
 /// # Safety
 ///
 /// `len` is NULL or valid for a write.
-unsafe fn lend<T>(items: Option<&[T]>, len: *mut usize) -> *const T {
+pub(crate) unsafe fn lend<T>(items: Option<&[T]>, len: *mut usize) -> *const T {
     if !len.is_null() {
         // SAFETY: the caller's contract.
         unsafe { len.write(items.map_or(0, <[T]>::len)) };

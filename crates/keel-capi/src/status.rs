@@ -60,6 +60,8 @@ pub enum keel_status {
     KEEL_ERR_PANIC = 10,
     /// Nothing is recorded under the loop id asked for.
     KEEL_ERR_NOT_FOUND = 11,
+    /// MPI failed, is not initialised, or a rank died (`keel_mpi_plan`).
+    KEEL_ERR_MPI = 12,
 }
 
 /// A failed call: its status and what to say about it.
@@ -201,6 +203,7 @@ pub extern "C" fn keel_status_name(status: c_int) -> *const c_char {
         9 => c"KEEL_ERR_BODY",
         10 => c"KEEL_ERR_PANIC",
         11 => c"KEEL_ERR_NOT_FOUND",
+        12 => c"KEEL_ERR_MPI",
         _ => c"unknown status",
     };
     name.as_ptr()

@@ -57,7 +57,7 @@ fn every_function_in_the_header_is_documented() {
         assert!(above.starts_with("//"), "undocumented in keel.h: {line}");
     }
     // Every `#[no_mangle]` function of the crate is declared.
-    let sources = ["status.rs", "mapper.rs", "result.rs", "pool.rs"]
+    let sources = ["status.rs", "mapper.rs", "result.rs", "pool.rs", "mpi.rs"]
         .iter()
         .map(|f| {
             let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(f);

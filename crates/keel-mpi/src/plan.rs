@@ -207,21 +207,54 @@ pub fn plan<C: Collective + ?Sized>(
     comm: &C,
     request: &PlanRequest<'_>,
 ) -> Result<Plan, PlanError> {
-    let mine = Contribution {
-        refusal: check_local(request).err(),
-        spec: request.spec.trim().to_string(),
-        background: request.background,
-        speed: request.speed,
-        records: request
-            .objects
-            .iter()
-            .map(|o| Record {
-                id: o.id,
-                weight: o.weight,
-                size: o.size,
-                migratable: o.migratable,
-            })
-            .collect(),
+    plan_or_refuse(comm, Ok(request))
+}
+
+/// [`plan`] for a caller that may have found this rank's input wrong
+/// before it could make a [`PlanRequest`] (a C caller's NULL array, say):
+/// with `Err(reason)` the rank still takes part, and every rank returns
+/// [`PlanError::BadInput`] naming it. A collective call.
+///
+/// ```
+/// use keel_mpi::{plan_or_refuse, Collective, LocalObject, LocalRanks, PlanError, PlanRequest};
+/// let objects = [LocalObject::new(7, 1.0)];
+/// let results = LocalRanks::run(2, |comm| {
+///     let request = PlanRequest::new(&objects[..]);
+///     let mine = if comm.rank() == 1 { Err("ids is NULL".to_string()) } else { Ok(&request) };
+///     plan_or_refuse(comm, mine)
+/// });
+/// for r in results {
+///     assert!(matches!(r.unwrap(), Err(PlanError::BadInput { rank: 1, .. })));
+/// }
+/// ```
+pub fn plan_or_refuse<C: Collective + ?Sized>(
+    comm: &C,
+    request: Result<&PlanRequest<'_>, String>,
+) -> Result<Plan, PlanError> {
+    let mine = match request {
+        Ok(request) => Contribution {
+            refusal: check_local(request).err(),
+            spec: request.spec.trim().to_string(),
+            background: request.background,
+            speed: request.speed,
+            records: request
+                .objects
+                .iter()
+                .map(|o| Record {
+                    id: o.id,
+                    weight: o.weight,
+                    size: o.size,
+                    migratable: o.migratable,
+                })
+                .collect(),
+        },
+        Err(reason) => Contribution {
+            refusal: Some(reason),
+            spec: String::new(),
+            background: 0.0,
+            speed: 1.0,
+            records: Vec::new(),
+        },
     };
     let gathered = comm.all_gather(&mine.encode())?;
     let all = gathered
