@@ -49,6 +49,8 @@ typedef enum keel_status {
   KEEL_ERR_PANIC = 10,
   // Nothing is recorded under the loop id asked for.
   KEEL_ERR_NOT_FOUND = 11,
+  // MPI failed, is not initialised, or a rank died (`keel_mpi_plan`).
+  KEEL_ERR_MPI = 12,
 } keel_status;
 
 // A mapping decision and its metrics (opaque), made by `keel_map`, freed
@@ -60,6 +62,11 @@ typedef struct keel_map_result keel_map_result;
 // it, so threads may map with one mapper at once; `keel_mapper_set_param`
 // must not run beside any other use of the same mapper.
 typedef struct keel_mapper keel_mapper;
+
+#if defined(KEEL_MPI)
+// A plan, owned by the library: free it with `keel_mpi_plan_free`.
+typedef struct keel_mpi_plan_result keel_mpi_plan_result;
+#endif
 
 // A pool of persistent worker threads (opaque); the thread that starts a
 // loop takes part as participant 0. Made by `keel_pool_new`, freed by
@@ -105,6 +112,39 @@ typedef struct keel_map_input {
   // Length of `pu_available`.
   size_t num_pu_available;
 } keel_map_input;
+
+#if defined(KEEL_MPI)
+// One object that changes rank in a plan: an export (`rank` is its
+// destination) or an import (`rank` is where it comes from).
+typedef struct keel_transfer {
+  // The object's global id.
+  uint64_t id;
+  // The other rank.
+  int32_t rank;
+  // Its size, as its owner gave it (0 when not given).
+  uint64_t size;
+} keel_transfer;
+#endif
+
+#if defined(KEEL_MPI)
+// What a plan does to the whole job: the same on every rank.
+typedef struct keel_mpi_metrics {
+  // λ = max / mean − 1 of the ranks' loads before the plan.
+  double lambda_before;
+  // The same after it.
+  double lambda_after;
+  // LIB in percent after the plan.
+  double lib_percent;
+  // The most loaded rank's load after the plan.
+  double makespan;
+  // Objects that change rank.
+  uint64_t migrations;
+  // Σ size of those objects.
+  uint64_t bytes_moved;
+  // Objects in the job.
+  uint64_t objects;
+} keel_mpi_metrics;
+#endif
 
 // A loop body: runs the iterations `[begin, end)` on participant `thread`
 // (0 is the thread that called `keel_parallel_for`, the others are the
@@ -226,6 +266,94 @@ void keel_mapper_free(struct keel_mapper *mapper);
 enum keel_status keel_map(const struct keel_mapper *mapper,
                           const struct keel_map_input *input,
                           struct keel_map_result **result);
+
+#if defined(KEEL_MPI)
+// Computes a plan across the ranks of the communicator whose Fortran
+// handle is `comm` (`MPI_Comm_c2f(MPI_COMM_WORLD)`, say): a collective
+// call, made by every rank with its own objects.
+//
+// - `spec`: a registry mapping policy (every rank the same), NULL for
+//   `greedy-refine`;
+// - `ids`, `weights` (`num_objects` each): global ids (unique across
+//   ranks) and loads (finite, ≥ 0);
+// - `sizes`, `migratable` (`num_objects` each, or NULL): bytes moved if
+//   the object migrates (reported), whether it may move (non-zero; NULL:
+//   all may);
+// - `background` (≥ 0): the rank's load that is not its objects';
+//   `speed` (> 0): its relative speed (1 for homogeneous ranks).
+//
+// On success `*out` is a new plan. A wrong argument on any rank is the
+// same error on every rank (`KEEL_ERR_INVALID_INPUT`, the message naming
+// the rank); MPI must be initialised (`KEEL_ERR_MPI` otherwise).
+//
+// # Safety
+//
+// `spec` is NULL or a NUL-terminated string; each array is NULL or valid
+// for `num_objects` reads; `out` is valid for a write; `comm` is a live
+// communicator's Fortran handle on every rank of it.
+enum keel_status keel_mpi_plan(int comm,
+                               const char *spec,
+                               const uint64_t *ids,
+                               const double *weights,
+                               const uint64_t *sizes,
+                               const uint8_t *migratable,
+                               size_t num_objects,
+                               double background,
+                               double speed,
+                               struct keel_mpi_plan_result **out);
+#endif
+
+#if defined(KEEL_MPI)
+// The rank of each of this rank's objects after the plan, in the order
+// passed; `*len` gets the count. NULL (and 0) for a NULL plan.
+//
+// # Safety
+//
+// `plan` is NULL or a live plan; `len` is NULL or valid for a write.
+const int32_t *keel_mpi_plan_destinations(const struct keel_mpi_plan_result *plan,
+                                          size_t *len);
+#endif
+
+#if defined(KEEL_MPI)
+// This rank's objects that leave it (`rank`: the destination), in the
+// order passed; `*len` gets the count.
+//
+// # Safety
+//
+// As `keel_mpi_plan_destinations`.
+const struct keel_transfer *keel_mpi_plan_exports(const struct keel_mpi_plan_result *plan,
+                                                  size_t *len);
+#endif
+
+#if defined(KEEL_MPI)
+// Objects that come to this rank (`rank`: the source), by source rank
+// then id; `*len` gets the count.
+//
+// # Safety
+//
+// As `keel_mpi_plan_destinations`.
+const struct keel_transfer *keel_mpi_plan_imports(const struct keel_mpi_plan_result *plan,
+                                                  size_t *len);
+#endif
+
+#if defined(KEEL_MPI)
+// The plan's metrics (the same on every rank) into `*metrics`.
+//
+// # Safety
+//
+// `plan` is NULL or a live plan; `metrics` is valid for a write.
+enum keel_status keel_mpi_plan_metrics(const struct keel_mpi_plan_result *plan,
+                                       struct keel_mpi_metrics *metrics);
+#endif
+
+#if defined(KEEL_MPI)
+// Frees a plan; NULL is ignored.
+//
+// # Safety
+//
+// `plan` is NULL or a plan from `keel_mpi_plan` not freed before.
+void keel_mpi_plan_free(struct keel_mpi_plan_result *plan);
+#endif
 
 // Starts a pool of `threads` participants, the caller included; 0 takes
 // `KEEL_NUM_THREADS`, else the available cores. NULL on failure, with the

@@ -67,10 +67,12 @@ fn rank_of(rank: usize) -> i32 {
 
 fn failure(e: PlanError) -> Failure {
     let status = match &e {
-        PlanError::BadInput { .. } | PlanError::DuplicateId { .. } | PlanError::SpecMismatch { .. } => {
+        PlanError::BadInput { .. }
+        | PlanError::DuplicateId { .. }
+        | PlanError::SpecMismatch { .. } => keel_status::KEEL_ERR_INVALID_INPUT,
+        PlanError::Policy { .. } | PlanError::BadDecision { .. } => {
             keel_status::KEEL_ERR_INVALID_INPUT
         }
-        PlanError::Policy { .. } | PlanError::BadDecision { .. } => keel_status::KEEL_ERR_INVALID_INPUT,
         _ => keel_status::KEEL_ERR_MPI,
     };
     Failure::new(status, e.to_string())
@@ -147,7 +149,12 @@ pub unsafe extern "C" fn keel_mpi_plan(
         let local = unsafe { arguments(spec, ids, weights, sizes, migratable, num_objects) };
         let decided = match &local {
             Ok((spec, objects)) => {
-                let request = PlanRequest { spec, objects, background, speed };
+                let request = PlanRequest {
+                    spec,
+                    objects,
+                    background,
+                    speed,
+                };
                 plan_or_refuse(&comm, Ok(&request))
             }
             Err(reason) => plan_or_refuse(&comm, Err(reason.clone())),
@@ -155,8 +162,24 @@ pub unsafe extern "C" fn keel_mpi_plan(
         .map_err(failure)?;
         let result = keel_mpi_plan_result {
             destinations: decided.destinations.iter().map(|&r| rank_of(r)).collect(),
-            exports: decided.exports.iter().map(|t| keel_transfer { id: t.id, rank: rank_of(t.rank), size: t.size }).collect(),
-            imports: decided.imports.iter().map(|t| keel_transfer { id: t.id, rank: rank_of(t.rank), size: t.size }).collect(),
+            exports: decided
+                .exports
+                .iter()
+                .map(|t| keel_transfer {
+                    id: t.id,
+                    rank: rank_of(t.rank),
+                    size: t.size,
+                })
+                .collect(),
+            imports: decided
+                .imports
+                .iter()
+                .map(|t| keel_transfer {
+                    id: t.id,
+                    rank: rank_of(t.rank),
+                    size: t.size,
+                })
+                .collect(),
             metrics: keel_mpi_metrics {
                 lambda_before: decided.metrics.lambda_before,
                 lambda_after: decided.metrics.lambda_after,
@@ -190,7 +213,9 @@ unsafe fn arguments(
         keel_mpi::DEFAULT_PLAN_POLICY.to_string()
     } else {
         // SAFETY: the caller's contract.
-        unsafe { text(spec, "spec") }.map_err(|f| f.message)?.to_string()
+        unsafe { text(spec, "spec") }
+            .map_err(|f| f.message)?
+            .to_string()
     };
     let need = |ptr_is_null: bool, what: &str| {
         if ptr_is_null && n > 0 {
@@ -206,9 +231,22 @@ unsafe fn arguments(
         (
             array(ids, n, n, "ids", "objects").map_err(|f| f.message)?,
             array(weights, n, n, "weights", "objects").map_err(|f| f.message)?,
-            array(sizes, if sizes.is_null() { 0 } else { n }, n, "sizes", "objects").map_err(|f| f.message)?,
-            array(migratable, if migratable.is_null() { 0 } else { n }, n, "migratable", "objects")
-                .map_err(|f| f.message)?,
+            array(
+                sizes,
+                if sizes.is_null() { 0 } else { n },
+                n,
+                "sizes",
+                "objects",
+            )
+            .map_err(|f| f.message)?,
+            array(
+                migratable,
+                if migratable.is_null() { 0 } else { n },
+                n,
+                "migratable",
+                "objects",
+            )
+            .map_err(|f| f.message)?,
         )
     };
     let objects = (0..n)

@@ -16,7 +16,11 @@ use wait_timeout::ChildExt;
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    assert!(dir.join("libkeel.so").is_file(), "no libkeel.so in {}", dir.display());
+    assert!(
+        dir.join("libkeel.so").is_file(),
+        "no libkeel.so in {}",
+        dir.display()
+    );
     dir
 }
 
@@ -35,7 +39,11 @@ fn build(dir: &Path) -> PathBuf {
         .arg(&exe)
         .output()
         .expect("mpicc runs (scripts/install-mpich.sh installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
@@ -57,8 +65,8 @@ fn launch(ranks: usize, exe: &Path, args: &[&str]) -> (Option<i32>, String) {
             panic!("mpi_plan on {ranks} ranks still ran after 120 s: a hang")
         });
     let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (status.code(), text)
 }
 
