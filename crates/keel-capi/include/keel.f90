@@ -21,6 +21,8 @@ module keel
   public :: keel_pool_new, keel_pool_threads, keel_pool_free, keel_parallel_for
   public :: keel_parallel_for_id, keel_parallel_for_hinted, keel_pool_last_stats
   public :: keel_loop_record_stats
+  public :: keel_transfer, keel_mpi_metrics, keel_mpi_plan, keel_mpi_plan_destinations
+  public :: keel_mpi_plan_exports, keel_mpi_plan_imports, keel_mpi_plan_metrics, keel_mpi_plan_free
 
   ! keel_status
   integer(c_int), parameter, public :: KEEL_OK = 0
@@ -70,6 +72,18 @@ module keel
   type, bind(c) :: keel_loop_stats
     integer(c_int64_t) :: threads, iterations, chunks  ! uint64_t in C
     real(c_double) :: t_par, lib_percent
+  end type
+
+  ! keel_mpi_plan's types (a libkeel built with its `mpi` feature).
+  type, bind(c) :: keel_transfer
+    integer(c_int64_t) :: id  ! uint64_t in C
+    integer(c_int32_t) :: rank
+    integer(c_int64_t) :: size  ! uint64_t in C
+  end type
+
+  type, bind(c) :: keel_mpi_metrics
+    real(c_double) :: lambda_before, lambda_after, lib_percent, makespan
+    integer(c_int64_t) :: migrations, bytes_moved, objects  ! uint64_t in C
   end type
 
   interface
@@ -154,6 +168,49 @@ module keel
     subroutine keel_result_free(result) bind(c, name='keel_result_free')
       import :: c_ptr
       type(c_ptr), value :: result
+    end subroutine
+
+    ! The plan-only API across MPI ranks, in a libkeel built with its `mpi`
+    ! feature: `comm` is the communicator's Fortran handle (MPI_COMM_WORLD
+    ! as is); the arrays are c_loc of the caller's (sizes and migratable
+    ! may be c_null_ptr).
+    function keel_mpi_plan(comm, spec, ids, weights, sizes, migratable, num_objects, &
+                           background, speed, out) bind(c, name='keel_mpi_plan')
+      import :: c_int, c_ptr, c_size_t, c_double
+      integer(c_int), value :: comm
+      type(c_ptr), value :: spec, ids, weights, sizes, migratable
+      integer(c_size_t), value :: num_objects
+      real(c_double), value :: background, speed
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: keel_mpi_plan
+    end function
+    function keel_mpi_plan_destinations(plan, len) bind(c, name='keel_mpi_plan_destinations')
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t), intent(out) :: len
+      type(c_ptr) :: keel_mpi_plan_destinations
+    end function
+    function keel_mpi_plan_exports(plan, len) bind(c, name='keel_mpi_plan_exports')
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t), intent(out) :: len
+      type(c_ptr) :: keel_mpi_plan_exports
+    end function
+    function keel_mpi_plan_imports(plan, len) bind(c, name='keel_mpi_plan_imports')
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: plan
+      integer(c_size_t), intent(out) :: len
+      type(c_ptr) :: keel_mpi_plan_imports
+    end function
+    function keel_mpi_plan_metrics(plan, out) bind(c, name='keel_mpi_plan_metrics')
+      import :: c_ptr, c_int, keel_mpi_metrics
+      type(c_ptr), value :: plan
+      type(keel_mpi_metrics), intent(out) :: out
+      integer(c_int) :: keel_mpi_plan_metrics
+    end function
+    subroutine keel_mpi_plan_free(plan) bind(c, name='keel_mpi_plan_free')
+      import :: c_ptr
+      type(c_ptr), value :: plan
     end subroutine
 
     function keel_pool_new(threads, status) bind(c, name='keel_pool_new')
