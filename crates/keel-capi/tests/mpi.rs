@@ -12,16 +12,16 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
-/// The directory holding this build's libkeel.so.
+/// The directory holding the libkeel.so cargo built for this test run
+/// (beside the test in `deps/`, else one level up).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    assert!(
-        dir.join("libkeel.so").is_file(),
-        "no libkeel.so in {}",
-        dir.display()
-    );
-    dir
+    let deps = exe.parent().unwrap();
+    [deps, deps.parent().unwrap()]
+        .iter()
+        .find(|dir| dir.join("libkeel.so").is_file())
+        .unwrap_or_else(|| panic!("libkeel.so not found beside {}", exe.display()))
+        .to_path_buf()
 }
 
 fn build(dir: &Path) -> PathBuf {
