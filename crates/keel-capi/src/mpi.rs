@@ -67,15 +67,18 @@ fn rank_of(rank: usize) -> i32 {
 
 fn failure(e: PlanError) -> Failure {
     let status = match &e {
-        PlanError::BadInput { .. }
-        | PlanError::DuplicateId { .. }
-        | PlanError::SpecMismatch { .. } => keel_status::KEEL_ERR_INVALID_INPUT,
-        PlanError::Policy { .. } | PlanError::BadDecision { .. } => {
-            keel_status::KEEL_ERR_INVALID_INPUT
-        }
-        _ => keel_status::KEEL_ERR_MPI,
+        PlanError::Comm(_) | PlanError::Malformed { .. } => keel_status::KEEL_ERR_MPI,
+        _ => keel_status::KEEL_ERR_INVALID_INPUT,
     };
     Failure::new(status, e.to_string())
+}
+
+fn transfer(t: &keel_mpi::Transfer) -> keel_transfer {
+    keel_transfer {
+        id: t.id,
+        rank: rank_of(t.rank),
+        size: t.size,
+    }
 }
 
 /// Computes a plan across the ranks of the communicator whose Fortran
@@ -162,24 +165,8 @@ pub unsafe extern "C" fn keel_mpi_plan(
         .map_err(failure)?;
         let result = keel_mpi_plan_result {
             destinations: decided.destinations.iter().map(|&r| rank_of(r)).collect(),
-            exports: decided
-                .exports
-                .iter()
-                .map(|t| keel_transfer {
-                    id: t.id,
-                    rank: rank_of(t.rank),
-                    size: t.size,
-                })
-                .collect(),
-            imports: decided
-                .imports
-                .iter()
-                .map(|t| keel_transfer {
-                    id: t.id,
-                    rank: rank_of(t.rank),
-                    size: t.size,
-                })
-                .collect(),
+            exports: decided.exports.iter().map(transfer).collect(),
+            imports: decided.imports.iter().map(transfer).collect(),
             metrics: keel_mpi_metrics {
                 lambda_before: decided.metrics.lambda_before,
                 lambda_after: decided.metrics.lambda_after,

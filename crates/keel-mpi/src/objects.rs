@@ -417,7 +417,7 @@ where
             // The layer failed: every rank's exchange failed with it, so
             // there is nothing to agree on and no one to agree with.
             Err(e) => {
-                self.restore(objects, &loads);
+                self.rebuild(objects, loads);
                 return Err(e.into());
             }
             Ok(_) => agree(
@@ -429,11 +429,11 @@ where
             Ok(Ok(_)) => arrived.expect("this rank agreed"),
             Ok(Err((rank, reason))) => {
                 // Every object stays where it was: senders still hold theirs.
-                self.restore(objects, &loads);
+                self.rebuild(objects, loads);
                 return Err(DistributedError::Rank { rank, reason });
             }
             Err(e) => {
-                self.restore(objects, &loads);
+                self.rebuild(objects, loads);
                 return Err(e.into());
             }
         };
@@ -470,11 +470,8 @@ where
         })
     }
 
-    /// Puts `objects` (the rank's, in `self.ids` order) back on the pool.
-    fn restore(&mut self, objects: Vec<T>, loads: &[f64]) {
-        self.rebuild(objects, loads.to_vec());
-    }
-
+    /// Puts `objects` (the rank's, in `self.ids` order) on the pool,
+    /// placed by the local policy from `loads`.
     fn rebuild(&mut self, objects: Vec<T>, loads: Vec<f64>) {
         // Loads are measured seconds (finite, ≥ 0), so the local policy,
         // which took the same configuration at build, places them.

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use keel::loops::{record, LoopReport};
+use keel::loops::LoopReport;
 
 /// The environment variable naming the report file.
 pub(crate) const ENV_REPORT: &str = "KEEL_OMP_REPORT";
@@ -95,24 +95,23 @@ struct SiteReport {
 
 impl ProcessReport {
     fn now() -> Self {
-        let mut loops: Vec<SiteReport> = crate::team::taken_sites()
+        // Keel's own report of its recorded loops (the most time first),
+        // each with its call site located.
+        let sites: std::collections::HashMap<String, usize> = crate::team::taken_sites()
             .into_iter()
-            .filter_map(|(site, id)| {
-                let rec = record(id.clone())?;
-                let located = crate::site::locate(site);
+            .map(|(site, id)| (id.to_string(), site))
+            .collect();
+        let loops: Vec<SiteReport> = keel::loops::report()
+            .into_iter()
+            .filter_map(|report| {
+                let located = crate::site::locate(*sites.get(&report.name)?);
                 Some(SiteReport {
                     object: located.as_ref().map(|(path, _)| path.clone()),
                     offset: located.map(|(_, offset)| offset as u64),
-                    report: LoopReport::of(&id, &rec),
+                    report,
                 })
             })
             .collect();
-        loops.sort_by(|a, b| {
-            b.report
-                .total_time
-                .total_cmp(&a.report.total_time)
-                .then_with(|| a.report.name.cmp(&b.report.name))
-        });
         ProcessReport {
             format: FORMAT,
             version: 1,

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use keel::objects::{Object, StepContext};
+use keel_mpi::bench::MpiRun;
 use keel_mpi::{Collective, DistributedObjects, MpiComm};
 use keel_workloads::objects::{run_units, LassenLike, ObjectWorkload};
 use serde::{Deserialize, Serialize};
@@ -47,29 +48,6 @@ impl Object for Domain {
             black_box(run_units(w.cell_units(id, step, c), c as u64));
         });
     }
-}
-
-#[derive(Serialize)]
-struct RunLine {
-    config: String,
-    ranks: usize,
-    threads: usize,
-    objects: usize,
-    steps: usize,
-    workload: String,
-    /// Wall time of the run on rank 0 (steps and balancing), seconds.
-    total_s: f64,
-    /// Σ over steps of the slowest rank's step time.
-    steps_s: f64,
-    /// Mean over steps of λ across ranks' step times.
-    lambda_ranks: f64,
-    /// Balancing steps across ranks, and their cost on rank 0.
-    rebalances: usize,
-    decide_s: f64,
-    migrate_s: f64,
-    migrations: usize,
-    /// Σ of every domain's checksum (the same for every configuration).
-    checksum: f64,
 }
 
 fn main() {
@@ -154,7 +132,7 @@ fn main() {
         .map(|b| f64::from_le_bytes(b[..8].try_into().unwrap()))
         .sum();
     if rank == 0 {
-        let line = RunLine {
+        let line = MpiRun {
             config,
             ranks,
             threads,
