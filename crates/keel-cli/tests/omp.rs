@@ -85,6 +85,11 @@ fn the_program_runs_preloaded_and_its_status_is_keels() {
 
 /// Whether `gcc -fopenmp` builds a program here.
 fn gcc_openmp() -> bool {
+    openmp_compiler("gcc")
+}
+
+/// Whether `<cc> -fopenmp` builds (and links) a program here.
+fn openmp_compiler(cc: &str) -> bool {
     let dir = tempfile::TempDir::new().unwrap();
     let src = dir.path().join("t.c");
     std::fs::write(
@@ -92,7 +97,7 @@ fn gcc_openmp() -> bool {
         "#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n",
     )
     .unwrap();
-    std::process::Command::new("gcc")
+    std::process::Command::new(cc)
         .args(["-fopenmp", "-o"])
         .arg(dir.path().join("t"))
         .arg(&src)
@@ -112,6 +117,8 @@ fn omp_bench_quick_prints_every_workload_configuration_and_goal() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compiler"], "gcc");
+    assert_eq!(doc["openmp_runtime"], "libgomp");
     assert_eq!(doc["threads"], 2);
     assert_eq!(doc["rounds"], 2);
     let workloads = doc["workloads"].as_array().unwrap();
@@ -165,7 +172,7 @@ fn omp_bench_quick_prints_every_workload_configuration_and_goal() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.starts_with("keel omp bench: 2 threads, 2 round(s)"),
+        text.starts_with("keel omp bench: programs built by gcc (libgomp), 2 threads, 2 round(s)"),
         "{text}"
     );
     assert!(text.contains("\nbalanced ("), "{text}");
@@ -174,12 +181,81 @@ fn omp_bench_quick_prints_every_workload_configuration_and_goal() {
     assert_eq!(text.matches("  goal: ").count(), 2, "{text}");
 }
 
+/// The same programs built by clang run on LLVM's libomp: its schedules
+/// are the reference, under their own names, and libomp's default
+/// (`static`) is the one the default goal names.
+#[test]
+fn omp_bench_builds_with_clang_and_compares_with_libomp() {
+    let test = "omp_bench_builds_with_clang_and_compares_with_libomp";
+    if !openmp_compiler("clang") {
+        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r.trim() == "clang -fopenmp"),
+            "{test} needs clang -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
+        );
+        eprintln!("SKIPPED: {test} needs clang -fopenmp");
+        return;
+    }
+    if !library_beside_keel() {
+        eprintln!("SKIPPED: {test} needs libkeel_omp.so beside keel");
+        return;
+    }
+    let out = keel()
+        .args(["omp", "bench", "--quick", "--quiet", "--json"])
+        .args([
+            "--compiler",
+            "clang",
+            "--workloads",
+            "lavamd-steps,short-loops",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compiler"], "clang");
+    assert_eq!(doc["openmp_runtime"], "libomp");
+    let workloads = doc["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 2);
+    let names = |w: &serde_json::Value| -> Vec<String> {
+        w["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&workloads[0]),
+        [
+            "libomp static",
+            "libomp dynamic",
+            "libomp guided",
+            "libomp default",
+            "keel static",
+            "keel dynamic",
+            "keel guided",
+            "keel af",
+            "keel awf-b",
+            "keel auto"
+        ]
+    );
+    assert_eq!(names(&workloads[1]), ["libomp dynamic", "keel dynamic"]);
+    let goals = workloads[0]["goals"].to_string();
+    assert!(goals.contains("libomp default (static)"), "{goals}");
+    assert!(!goals.contains("libgomp"), "{goals}");
+    // Every configuration reproduced the program's checksum (the bench
+    // stops otherwise), under libomp and under Keel.
+    assert_eq!(workloads[0]["checksum"], 5_300_550);
+}
+
 #[test]
 fn omp_bench_refuses_bad_arguments_before_running_anything() {
     for args in [
         &["--rounds", "1"][..],
         &["--threads", "0"],
         &["--workloads", "nbody"],
+        &["--compiler", "icc"],
     ] {
         let out = keel()
             .args(["omp", "bench", "--quiet"])

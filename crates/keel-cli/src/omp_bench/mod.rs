@@ -1,9 +1,10 @@
 //! `keel omp bench`: the drop-in OpenMP goals as a benchmark. C programs
 //! with `schedule(runtime)` loops (shipped in `crates/keel-omp/bench`) are
-//! compiled with `gcc -fopenmp -O2` into a private temporary folder and
-//! run, one process per configuration and round, in an order that rotates
-//! from round to round: libgomp's own schedules (`OMP_SCHEDULE`, no
-//! preload) and Keel's (`libkeel_omp.so` preloaded, `KEEL_SCHEDULE`). Each
+//! compiled with `gcc -fopenmp -O2` (libgomp) or `clang -fopenmp -O2`
+//! (LLVM's libomp) into a private temporary folder and run, one process
+//! per configuration and round, in an order that rotates from round to
+//! round: the OpenMP runtime's own schedules (`OMP_SCHEDULE`, no preload)
+//! and Keel's (`libkeel_omp.so` preloaded, `KEEL_SCHEDULE`). Each
 //! program prints the time inside its loops and a checksum that every
 //! configuration must reproduce (an iteration run twice or skipped changes
 //! it). Ratios are medians of paired per-round ratios with their 95 %
@@ -41,6 +42,10 @@ pub struct BenchArgs {
     /// OpenMP threads (`OMP_NUM_THREADS`).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// The compiler of the programs, which chooses the OpenMP runtime
+    /// their loops run on: gcc (libgomp) or clang (LLVM's libomp).
+    #[arg(long, value_enum, default_value_t = Compiler::Gcc)]
+    pub compiler: Compiler,
     /// A demonstration of the table's form: two steps per program (the
     /// short loops: 1000 instances) and 2 rounds unless --rounds is given.
     #[arg(long)]
@@ -57,33 +62,73 @@ pub struct BenchArgs {
     pub quiet: bool,
 }
 
+/// Which compiler builds the programs, and so which OpenMP runtime runs
+/// their loops when Keel does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Compiler {
+    /// `gcc -fopenmp`: GCC's libgomp.
+    Gcc,
+    /// `clang -fopenmp`: LLVM's libomp.
+    Clang,
+}
+
+impl Compiler {
+    /// The compiler's command.
+    pub fn command(self) -> &'static str {
+        match self {
+            Compiler::Gcc => "gcc",
+            Compiler::Clang => "clang",
+        }
+    }
+
+    /// The OpenMP runtime its `-fopenmp` links.
+    pub fn runtime(self) -> &'static str {
+        match self {
+            Compiler::Gcc => "libgomp",
+            Compiler::Clang => "libomp",
+        }
+    }
+
+    /// What the runtime runs a `schedule(runtime)` loop under when
+    /// `OMP_SCHEDULE` is unset: libgomp's `run-sched-var` starts as
+    /// `dynamic,1`, libomp's as `static` (`kmp_sch_default`).
+    pub fn default_schedule(self) -> &'static str {
+        match self {
+            Compiler::Gcc => "dynamic,1",
+            Compiler::Clang => "static",
+        }
+    }
+}
+
 /// Who runs a program's `schedule(runtime)` loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "runtime", content = "schedule", rename_all = "snake_case")]
 pub enum Runtime {
-    /// libgomp alone, with `OMP_SCHEDULE` set to this (unset: `None`,
-    /// libgomp's default `dynamic,1`).
-    Libgomp(Option<&'static str>),
-    /// libgomp with `libkeel_omp.so` preloaded and `KEEL_SCHEDULE` set.
+    /// The OpenMP runtime alone (libgomp or libomp), with `OMP_SCHEDULE`
+    /// set to this (unset: `None`, the runtime's default).
+    Native(Option<&'static str>),
+    /// The runtime with `libkeel_omp.so` preloaded and `KEEL_SCHEDULE` set.
     Keel(&'static str),
 }
 
 impl Runtime {
-    /// The configuration's name in the report.
-    pub fn name(&self) -> String {
+    /// The configuration's name in the report, `native` naming the
+    /// OpenMP runtime (`libgomp static`, `libomp default`, `keel auto`).
+    pub fn name(&self, native: &str) -> String {
         match self {
-            Runtime::Libgomp(Some(s)) => format!("libgomp {s}"),
-            Runtime::Libgomp(None) => "libgomp default".into(),
+            Runtime::Native(Some(s)) => format!("{native} {s}"),
+            Runtime::Native(None) => format!("{native} default"),
             Runtime::Keel(s) => format!("keel {s}"),
         }
     }
 }
 
-/// libgomp's fixed schedules the goals compare with.
-const LIBGOMP_FIXED: [Runtime; 3] = [
-    Runtime::Libgomp(Some("static")),
-    Runtime::Libgomp(Some("dynamic")),
-    Runtime::Libgomp(Some("guided")),
+/// The runtime's fixed schedules the goals compare with.
+const NATIVE_FIXED: [Runtime; 3] = [
+    Runtime::Native(Some("static")),
+    Runtime::Native(Some("dynamic")),
+    Runtime::Native(Some("guided")),
 ];
 
 /// Keel's fixed schedules Oracle chooses from: OpenMP's three and the
@@ -97,17 +142,17 @@ const KEEL_FIXED: [Runtime; 5] = [
     Runtime::Keel("awf-b"),
 ];
 
-const LIBGOMP_DEFAULT: Runtime = Runtime::Libgomp(None);
+const NATIVE_DEFAULT: Runtime = Runtime::Native(None);
 const KEEL_AUTO: Runtime = Runtime::Keel("auto");
 
 /// The configurations a workload runs under.
 fn configurations(workload: &str) -> Vec<Runtime> {
     match workload {
-        "balanced" => vec![LIBGOMP_FIXED[0], KEEL_FIXED[0]],
-        "short-loops" => vec![LIBGOMP_FIXED[1], KEEL_FIXED[1]],
+        "balanced" => vec![NATIVE_FIXED[0], KEEL_FIXED[0]],
+        "short-loops" => vec![NATIVE_FIXED[1], KEEL_FIXED[1]],
         _ => {
-            let mut all = LIBGOMP_FIXED.to_vec();
-            all.push(LIBGOMP_DEFAULT);
+            let mut all = NATIVE_FIXED.to_vec();
+            all.push(NATIVE_DEFAULT);
             all.extend(KEEL_FIXED);
             all.push(KEEL_AUTO);
             all
@@ -164,6 +209,10 @@ pub struct OracleReport {
 /// The whole report.
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
+    /// The programs' compiler.
+    pub compiler: Compiler,
+    /// The OpenMP runtime it links (`libgomp`, `libomp`).
+    pub openmp_runtime: &'static str,
     /// OpenMP threads.
     pub threads: usize,
     /// Rounds.
@@ -204,7 +253,8 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let dir = tempfile::Builder::new()
         .prefix("keel-omp-bench")
         .tempdir()?;
-    let executables = programs::compile(&programs, dir.path())?;
+    let executables = programs::compile(&programs, dir.path(), args.compiler)?;
+    let native = args.compiler.runtime();
     let total: usize = programs
         .iter()
         .map(|p| configurations(p.name).len() * rounds)
@@ -218,15 +268,15 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
         for round in 0..rounds {
             for k in 0..configs.len() {
                 let c = (round + k) % configs.len();
-                bar.set_message(format!("{} {}", program.name, configs[c].name()));
-                let got = run_once(exe, program, configs[c], args.threads, &library)?;
+                bar.set_message(format!("{} {}", program.name, configs[c].name(native)));
+                let got = run_once(exe, program, configs[c], args.threads, &library, native)?;
                 match checksum {
                     None => checksum = Some(got.checksum),
                     Some(sum) if sum != got.checksum => {
                         return Err(CliError::Runtime(format!(
                             "{} under {}: checksum {} differs from {sum}: some iterations ran twice or not at all",
                             program.name,
-                            configs[c].name(),
+                            configs[c].name(native),
                             got.checksum
                         )))
                     }
@@ -236,10 +286,18 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 bar.inc(1);
             }
         }
-        workloads.push(summarise(program, &configs, &times, checksum.unwrap_or(0)));
+        workloads.push(summarise(
+            program,
+            &configs,
+            &times,
+            checksum.unwrap_or(0),
+            args.compiler,
+        ));
     }
     bar.finish_and_clear();
     let report = BenchReport {
+        compiler: args.compiler,
+        openmp_runtime: native,
         threads: args.threads,
         rounds,
         workloads,
@@ -260,6 +318,7 @@ fn run_once(
     runtime: Runtime,
     threads: usize,
     library: &Path,
+    native: &str,
 ) -> Result<RunOutput, CliError> {
     let mut command = Command::new(exe);
     command
@@ -268,25 +327,28 @@ fn run_once(
         .env("OMP_DYNAMIC", "false");
     // Nothing inherited may change what runs: each configuration sets
     // exactly its own variables.
+    // (libomp's OMPT, through which Keel sees its teams, stays enabled.)
     for var in [
         "LD_PRELOAD",
         "OMP_SCHEDULE",
         "KEEL_SCHEDULE",
         "KEEL_OMP_TAKE",
         "KEEL_TRACE",
+        "OMP_TOOL",
+        "OMP_TOOL_LIBRARIES",
     ] {
         command.env_remove(var);
     }
     match runtime {
-        Runtime::Libgomp(Some(s)) => {
+        Runtime::Native(Some(s)) => {
             command.env("OMP_SCHEDULE", s);
         }
-        Runtime::Libgomp(None) => {}
+        Runtime::Native(None) => {}
         Runtime::Keel(s) => {
             command.env("LD_PRELOAD", library).env("KEEL_SCHEDULE", s);
         }
     }
-    let what = format!("{} under {}", program.name, runtime.name());
+    let what = format!("{} under {}", program.name, runtime.name(native));
     let output = output_within(&mut command, RUN_LIMIT)
         .map_err(|e| CliError::Runtime(format!("{what}: {e}")))?;
     if !output.status.success() {
@@ -355,7 +417,9 @@ fn summarise(
     configs: &[Runtime],
     times: &[Vec<f64>],
     checksum: u64,
+    compiler: Compiler,
 ) -> WorkloadReport {
+    let native = compiler.runtime();
     let find = |r: Runtime| configs.iter().position(|&c| c == r);
     let median = |t: &[f64]| keel_policy::stats::median_of(t).unwrap_or(f64::NAN);
     let fixed: Vec<usize> = KEEL_FIXED.iter().filter_map(|&r| find(r)).collect();
@@ -367,20 +431,23 @@ fn summarise(
         .flatten()
         .map(|(seconds, chosen)| OracleReport {
             median: median(&seconds),
-            chosen: chosen.iter().map(|&s| configs[fixed[s]].name()).collect(),
+            chosen: chosen
+                .iter()
+                .map(|&s| configs[fixed[s]].name(native))
+                .collect(),
             seconds,
         });
     // The reference every row divides by: the held-out Oracle where there
     // is one, else the first (libgomp) configuration.
     let (reference_name, reference) = match &oracle {
         Some(o) => ("Oracle held out".to_string(), o.seconds.clone()),
-        None => (configs[0].name(), times[0].clone()),
+        None => (configs[0].name(native), times[0].clone()),
     };
     let config_reports = configs
         .iter()
         .zip(times)
         .map(|(c, t)| ConfigReport {
-            name: c.name(),
+            name: c.name(native),
             runtime: *c,
             seconds: t.clone(),
             median: median(t),
@@ -391,13 +458,13 @@ fn summarise(
     let mut goals = Vec::new();
     match program.name {
         "balanced" => goals.push(summary::at_most(
-            "keel static (preloaded) within 2 % of libgomp static".into(),
-            ratio(KEEL_FIXED[0], LIBGOMP_FIXED[0]),
+            format!("keel static (preloaded) within 2 % of {native} static"),
+            ratio(KEEL_FIXED[0], NATIVE_FIXED[0]),
             1.02,
         )),
         "short-loops" => goals.push(summary::at_most(
-            "keel dynamic (preloaded) at most 1.2x libgomp dynamic".into(),
-            ratio(KEEL_FIXED[1], LIBGOMP_FIXED[1]),
+            format!("keel dynamic (preloaded) at most 1.2x {native} dynamic"),
+            ratio(KEEL_FIXED[1], NATIVE_FIXED[1]),
             1.2,
         )),
         _ => {
@@ -408,7 +475,7 @@ fn summarise(
                     .and_then(|(a, o)| Ratio::paired(a, &o.seconds)),
                 1.03,
             ));
-            let best = LIBGOMP_FIXED
+            let best = NATIVE_FIXED
                 .iter()
                 .filter_map(|&r| Some((r, median(&times[find(r)?]))))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -416,15 +483,19 @@ fn summarise(
             if let Some(best) = best {
                 goals.push(summary::not_slower(
                     format!(
-                        "keel auto no slower than libgomp's best fixed ({}) beyond noise",
-                        best.name()
+                        "keel auto no slower than {native}'s best fixed ({}) beyond noise",
+                        best.name(native)
                     ),
                     ratio(KEEL_AUTO, best),
                 ));
                 goals.push(summary::faster_where_trailing(
-                    "keel auto faster than libgomp default (dynamic,1) where it trails its best beyond noise".into(),
-                    ratio(KEEL_AUTO, LIBGOMP_DEFAULT),
-                    ratio(LIBGOMP_DEFAULT, best),
+                    format!(
+                        "keel auto faster than {native} default ({}) where it trails its best beyond noise",
+                        compiler.default_schedule()
+                    ),
+                    native,
+                    ratio(KEEL_AUTO, NATIVE_DEFAULT),
+                    ratio(NATIVE_DEFAULT, best),
                 ));
             }
         }

@@ -8,6 +8,7 @@ use std::process::Command;
 use keel_policy::Spec;
 use keel_workloads::steps::{LavaMdSteps, MandelbrotZoom, SteppedWorkload};
 
+use super::Compiler;
 use crate::error::CliError;
 
 /// One benchmark program and the arguments it runs with.
@@ -134,24 +135,30 @@ fn spec_params(spec: &str) -> Vec<(String, String)> {
 }
 
 /// Writes each program's source into `dir` and compiles it with
-/// `gcc -fopenmp -O2`; returns the executables in the programs' order.
-pub fn compile(programs: &[Program], dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+/// `<compiler> -fopenmp -O2`; returns the executables in the programs'
+/// order.
+pub fn compile(
+    programs: &[Program],
+    dir: &Path,
+    compiler: Compiler,
+) -> Result<Vec<PathBuf>, CliError> {
+    let cc = compiler.command();
     programs
         .iter()
         .map(|p| {
             let source = dir.join(format!("{}.c", p.stem));
             let exe = dir.join(p.stem);
             std::fs::write(&source, p.source)?;
-            let out = Command::new("gcc")
+            let out = Command::new(cc)
                 .args(["-fopenmp", "-O2", "-o"])
                 .arg(&exe)
                 .arg(&source)
                 .arg("-lm")
                 .output()
-                .map_err(|e| CliError::Runtime(format!("cannot run gcc: {e}")))?;
+                .map_err(|e| CliError::Runtime(format!("cannot run {cc}: {e}")))?;
             if !out.status.success() {
                 return Err(CliError::Runtime(format!(
-                    "gcc -fopenmp -O2 {}.c failed: {}",
+                    "{cc} -fopenmp -O2 {}.c failed: {}",
                     p.stem,
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
@@ -231,7 +238,7 @@ mod tests {
     fn the_c_programs_checksums_are_pinned() {
         let dir = tempfile::TempDir::new().unwrap();
         let quick = programs(true).unwrap();
-        let Ok(exes) = compile(&quick, dir.path()) else {
+        let Ok(exes) = compile(&quick, dir.path(), Compiler::Gcc) else {
             // CI names the compiler in KEEL_TESTS_REQUIRE (keel-omp's tests'
             // convention): there a missing gcc fails instead.
             let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();

@@ -163,6 +163,7 @@ pub fn not_slower(goal: String, ratio: Option<Ratio>) -> Goal {
 /// when `ratio`'s interval lies below 1.
 pub fn faster_where_trailing(
     goal: String,
+    native: &str,
     ratio: Option<Ratio>,
     default_over_best: Option<Ratio>,
 ) -> Goal {
@@ -172,7 +173,7 @@ pub fn faster_where_trailing(
         (Some((low, high)), _) if low <= 1.0 => (
             Verdict::NotApplicable,
             Some(format!(
-                "libgomp's default is within noise of its best ({low:.3} … {high:.3})"
+                "{native}'s default is within noise of its best ({low:.3} … {high:.3})"
             )),
         ),
         (Some(_), Some((_, high))) if high < 1.0 => (Verdict::Met, None),
@@ -280,19 +281,19 @@ mod tests {
         let trailing = r(1.3, 1.2, 1.4);
         let even = r(1.0, 0.98, 1.03);
         assert_eq!(
-            faster_where_trailing("g".into(), r(0.8, 0.7, 0.9), trailing).verdict,
+            faster_where_trailing("g".into(), "libgomp", r(0.8, 0.7, 0.9), trailing).verdict,
             Verdict::Met
         );
         assert_eq!(
-            faster_where_trailing("g".into(), r(0.95, 0.9, 1.01), trailing).verdict,
+            faster_where_trailing("g".into(), "libgomp", r(0.95, 0.9, 1.01), trailing).verdict,
             Verdict::NotMet
         );
         assert_eq!(
-            faster_where_trailing("g".into(), r(0.8, 0.7, 0.9), even).verdict,
+            faster_where_trailing("g".into(), "libgomp", r(0.8, 0.7, 0.9), even).verdict,
             Verdict::NotApplicable
         );
         assert_eq!(
-            faster_where_trailing("g".into(), no_interval, trailing).verdict,
+            faster_where_trailing("g".into(), "libgomp", no_interval, trailing).verdict,
             Verdict::NoFigure
         );
     }

@@ -27,8 +27,11 @@ fn ratio_words(ratio: Option<Ratio>) -> String {
 pub fn write_report(out: &mut dyn Write, r: &BenchReport) -> Result<(), CliError> {
     writeln!(
         out,
-        "keel omp bench: {} threads, {} round(s), each configuration one process per round, in rotating order; ratios are medians of paired per-round ratios [95 % interval of the median]",
-        r.threads, r.rounds
+        "keel omp bench: programs built by {} ({}), {} threads, {} round(s), each configuration one process per round, in rotating order; ratios are medians of paired per-round ratios [95 % interval of the median]",
+        r.compiler.command(),
+        r.openmp_runtime,
+        r.threads,
+        r.rounds
     )?;
     for w in &r.workloads {
         writeln!(out)?;
