@@ -186,18 +186,10 @@ fn omp_bench_quick_prints_every_workload_configuration_and_goal() {
 /// (`static`) is the one the default goal names.
 #[test]
 fn omp_bench_builds_with_clang_and_compares_with_libomp() {
-    let test = "omp_bench_builds_with_clang_and_compares_with_libomp";
-    if !openmp_compiler("clang") {
-        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-        assert!(
-            !required.split(',').any(|r| r.trim() == "clang -fopenmp"),
-            "{test} needs clang -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
-        );
-        eprintln!("SKIPPED: {test} needs clang -fopenmp");
-        return;
-    }
-    if !library_beside_keel() {
-        eprintln!("SKIPPED: {test} needs libkeel_omp.so beside keel");
+    if !can_run_with(
+        "omp_bench_builds_with_clang_and_compares_with_libomp",
+        "clang",
+    ) {
         return;
     }
     let out = keel()
@@ -271,13 +263,19 @@ fn omp_bench_refuses_bad_arguments_before_running_anything() {
 /// CI names `gcc -fopenmp` in KEEL_TESTS_REQUIRE, where a missing
 /// compiler fails instead.
 fn can_run_openmp(test: &str) -> bool {
-    if !gcc_openmp() {
+    can_run_with(test, "gcc")
+}
+
+/// [`can_run_openmp`] for the programs `cc -fopenmp` builds.
+fn can_run_with(test: &str, cc: &str) -> bool {
+    if !openmp_compiler(cc) {
         let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+        let need = format!("{cc} -fopenmp");
         assert!(
-            !required.split(',').any(|r| r.trim() == "gcc -fopenmp"),
-            "{test} needs gcc -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
+            !required.split(',').any(|r| r.trim() == need),
+            "{test} needs {need}, and KEEL_TESTS_REQUIRE says this environment has it"
         );
-        eprintln!("SKIPPED: {test} needs gcc -fopenmp");
+        eprintln!("SKIPPED: {test} needs {need}");
         return false;
     }
     if !library_beside_keel() {
