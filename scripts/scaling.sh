@@ -7,12 +7,18 @@
 #   cargo build --release -p keel-cli -p keel-bench --features keel-bench/libgomp
 #
 # Usage: scripts/scaling.sh SECTION OUTDIR [THREADS...]
-#   SECTION: loops | edge | objects | farm | farm-full
+#   SECTION: loops | edge | objects | farm | farm-full | omp | mpi
 #   edge runs the adaptive schedules on mandelbrot-edge against ss (the
 #   paired_ratios example, built with
 #   cargo build --release -p keel-experiments --example paired_ratios).
 #   farm-full runs experiments a, b, d and the per-item cost; farm runs a, b
 #   and the per-item cost (cheaper at large counts).
+#   omp runs the drop-in OpenMP goals (`keel omp bench`) on the gcc-built
+#   programs (libgomp) and the clang-built ones (libomp); it needs gcc,
+#   clang and libomp (scripts/install-openmp-compilers.sh).
+#   mpi runs `keel mpi bench` with T ranks x 1 thread and T/4 ranks x 4
+#   threads for each T given (needs MPICH and
+#   cargo build --release -p keel-mpi --features mpi --bin keel-mpi-bench).
 # EPCC_ROUNDS (default 31), LOOPS_REPS (3) and EDGE_ROUNDS (7) set the
 # rounds of the loop sections.
 # Each run's output goes to OUTDIR/<section>-<threads>.txt; a section that
@@ -20,7 +26,7 @@
 # is cut off and says so.
 set -uo pipefail
 
-section=${1:?section: loops | edge | objects | farm | farm-full}
+section=${1:?section: loops | edge | objects | farm | farm-full | omp | mpi}
 outdir=${2:?output folder}
 shift 2
 threads=("$@")
@@ -58,6 +64,15 @@ for t in "${threads[@]}"; do
         ;;
     farm-full)
         run "farm-$t" "$bin/keel" bench farm --workers "$t" --runs 10 -e a -e b -e d -e overhead
+        ;;
+    omp)
+        for cc in gcc clang; do
+            run "omp-$cc-$t" "$bin/keel" omp bench --threads "$t" --compiler "$cc" --rounds "${OMP_ROUNDS:-9}" --quiet
+        done
+        ;;
+    mpi)
+        run "mpi-${t}x1" "$bin/keel" mpi bench --ranks "$t" --threads 1 --reps 3 --quiet
+        [ "$t" -ge 4 ] && run "mpi-$((t / 4))x4" "$bin/keel" mpi bench --ranks "$((t / 4))" --threads 4 --reps 3 --quiet
         ;;
     *)
         echo "unknown section $section" >&2
