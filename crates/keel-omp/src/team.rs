@@ -37,6 +37,20 @@ pub(crate) const RING: usize = 16;
 /// One team of a wrapped parallel region.
 pub(crate) struct Team {
     ring: Ring<Decision>,
+    /// The call site whose loop this team's deciders took last, with its
+    /// workshare: a team that runs one loop again and again renews it
+    /// without the process-wide site table (its lock and its hash). Only
+    /// deciders touch it, and the ring orders a team's deciders (the first
+    /// to arrive at loop `k + 1` has read loop `k`'s published decision),
+    /// so the lock is never contended.
+    recent: Mutex<Option<Recent>>,
+}
+
+/// A team's last taken call site.
+struct Recent {
+    site: usize,
+    id: LoopId,
+    work: Arc<Workshare<'static>>,
 }
 
 #[derive(Clone)]
@@ -49,9 +63,46 @@ impl Team {
     pub(crate) fn new() -> Self {
         Team {
             ring: Ring::new(RING),
+            recent: Mutex::new(None),
         }
     }
 
+    /// A workshare for an instance of the loop at `site`: the team's last
+    /// site's, renewed, when it is that site again; else the site table's.
+    fn workshare(
+        &self,
+        site: usize,
+        schedule: &keel::Schedule,
+        n: u64,
+        threads: usize,
+    ) -> Arc<Workshare<'static>> {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(last) = recent.as_mut().filter(|last| last.site == site) {
+            renew(&mut last.work, &last.id, schedule, n, threads);
+            return Arc::clone(&last.work);
+        }
+        let (id, work) = workshare(site, schedule, n, threads, recent.take());
+        *recent = Some(Recent {
+            site,
+            id,
+            work: Arc::clone(&work),
+        });
+        work
+    }
+}
+
+impl Drop for Team {
+    /// The last site's workshare goes back to the site table, for the
+    /// site's next team.
+    fn drop(&mut self) {
+        let recent = self.recent.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(last) = recent.take() {
+            give_back(last);
+        }
+    }
+}
+
+impl Team {
     /// Thread `me`'s arrival at the team's loop `seq`: the decision, and
     /// the first arrival's own cursor when it took the loop (in `spare`,
     /// when the thread has one).
@@ -64,7 +115,7 @@ impl Team {
         spare: &mut Option<CursorBox>,
     ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            let (decision, mine) = decide(call, threads.max(1), me, spare);
+            let (decision, mine) = decide(self, call, threads.max(1), me, spare);
             count(&decision);
             return (decision, mine);
         }
@@ -72,7 +123,7 @@ impl Team {
         // made before it is published.
         let (decision, mine) = self
             .ring
-            .arrive(seq, threads, || decide(call, threads, me, spare));
+            .arrive(seq, threads, || decide(self, call, threads, me, spare));
         // Counted by the decider once it is published, off the others'
         // wait.
         if mine.is_some() {
@@ -128,6 +179,7 @@ pub(crate) struct LoopCall {
 /// into forwarding before anyone else sees the decision — unless the call
 /// site's renewed workshare is prepared already), or forward it.
 fn decide(
+    team: &Team,
     call: &LoopCall,
     threads: usize,
     me: usize,
@@ -144,7 +196,7 @@ fn decide(
         else {
             return (Decision::Forward, None);
         };
-        let work = workshare(call.site, schedule, n, threads);
+        let work = team.workshare(call.site, schedule, n, threads);
         if work.prepared() {
             // Renewed from the site's last instance, whose schedule planned
             // it: published at once, and the deciding thread joins after,
@@ -175,10 +227,8 @@ fn cancellation() -> bool {
 struct Site {
     /// The loop's identity in Keel's records.
     id: LoopId,
-    /// The workshare of its last instance, renewed for the next one when
-    /// every participant has left it (and the team size is the same),
-    /// which saves its allocations and, for an unrecorded fixed schedule
-    /// over as many iterations, its preparation and plan.
+    /// The workshare of its last instance, for the next one (see
+    /// [`renew`]), while no team keeps it as its last site's.
     spare: Option<Arc<Workshare<'static>>>,
 }
 
@@ -228,31 +278,62 @@ pub(crate) fn taken_sites() -> Vec<(usize, LoopId)> {
         .collect()
 }
 
-/// A workshare for an instance of the loop at `site`.
+/// A workshare for an instance of the loop at `site`, from the site
+/// table, which takes back `evicted` (a team's last site's) at once: the
+/// site's identity and its workshare, which the caller keeps until it
+/// gives it back.
 fn workshare(
     site: usize,
     schedule: &keel::Schedule,
     n: u64,
     threads: usize,
-) -> Arc<Workshare<'static>> {
+    evicted: Option<Recent>,
+) -> (LoopId, Arc<Workshare<'static>>) {
     let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(last) = evicted {
+        if let Some(entry) = sites.get_mut(&last.site) {
+            entry.spare = Some(last.work);
+        }
+    }
     let entry = sites.entry(site).or_insert_with(|| Site {
         id: LoopId::named(site_name(site)),
         spare: None,
     });
     let work = match entry.spare.take() {
-        Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
-            // The site's own workshare: it already names the loop.
-            Some(unused) => {
-                unused.renew_same_loop(schedule, n);
-                spare
-            }
-            None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
-        },
-        _ => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
+        Some(mut spare) => {
+            renew(&mut spare, &entry.id, schedule, n, threads);
+            spare
+        }
+        None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
     };
-    entry.spare = Some(Arc::clone(&work));
-    work
+    (entry.id.clone(), work)
+}
+
+/// Gives a team's last site's workshare back to the site table.
+fn give_back(last: Recent) {
+    let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(entry) = sites.get_mut(&last.site) {
+        entry.spare = Some(last.work);
+    }
+}
+
+/// Readies `last`, the workshare of the last instance of the loop `id`,
+/// for its next instance: renewed when every participant has left it (and
+/// the team size is the same), which saves its allocations and, for an
+/// unrecorded fixed schedule over as many iterations, its preparation and
+/// plan; else replaced by a new one.
+fn renew(
+    last: &mut Arc<Workshare<'static>>,
+    id: &LoopId,
+    schedule: &keel::Schedule,
+    n: u64,
+    threads: usize,
+) {
+    match Arc::get_mut(last).filter(|unused| unused.threads() == threads) {
+        // The site's own workshare: it already names the loop.
+        Some(unused) => unused.renew_same_loop(schedule, n),
+        None => *last = Arc::new(Workshare::pulled(id.clone(), schedule, n, threads)),
+    }
 }
 
 /// The loop's name: the object holding the call site and the site's
