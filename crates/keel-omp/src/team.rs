@@ -359,7 +359,9 @@ pub(crate) struct Member {
     seq: u64,
 }
 
-/// The loop a thread is in.
+/// The loop a thread is in. An explicit tag, not one folded into the
+/// bounds' own: [`next`] tests it on every chunk.
+#[repr(u8)]
 pub(crate) enum Current {
     /// None, or one libgomp runs.
     Libgomp,
