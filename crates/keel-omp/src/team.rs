@@ -406,9 +406,21 @@ fn level() -> i32 {
 /// from [`next`]), `false` when the caller must forward the call.
 pub(crate) fn begin(call: &LoopCall) -> bool {
     let here = level();
-    // One borrow of the thread's state for the whole start: the decision
-    // and the join run no program code and never reach this state.
-    with_state(|st| {
+    with_state(|st| begin_in(st, call, here)).unwrap_or(false)
+}
+
+/// [`begin`] and, when Keel runs the loop, the thread's first [`next`]
+/// step, in one borrow of the thread's state: what a `*_start` entry
+/// hands out. `None` when the caller must forward the call.
+pub(crate) fn begin_first(call: &LoopCall) -> Option<Step> {
+    let here = level();
+    with_state(|st| begin_in(st, call, here).then(|| step(st))).flatten()
+}
+
+/// [`begin`] on the thread's state (borrowed once for the whole start:
+/// the decision and the join run no program code and never reach it).
+fn begin_in(st: &mut ThreadState, call: &LoopCall, here: i32) -> bool {
+    {
         let Some(m) = st.member.as_mut().filter(|m| m.level == here) else {
             st.current = Current::Libgomp;
             return false;
@@ -445,8 +457,7 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         st.current = current;
         st.spare = spare;
         taken
-    })
-    .unwrap_or(false)
+    }
 }
 
 /// What a `*_next` call does.
@@ -460,7 +471,13 @@ pub(crate) enum Step {
 }
 
 pub(crate) fn next() -> Step {
-    with_state(|st| match &mut st.current {
+    with_state(step).unwrap_or(Step::Forward)
+}
+
+/// [`next`] on the thread's state.
+#[inline(always)]
+fn step(st: &mut ThreadState) -> Step {
+    match &mut st.current {
         Current::Taken {
             cursor,
             bounds,
@@ -494,8 +511,7 @@ pub(crate) fn next() -> Step {
             first.map_or(Step::Done, |(s, e)| Step::Chunk(s, e))
         }
         Current::Libgomp => Step::Forward,
-    })
-    .unwrap_or(Step::Forward)
+    }
 }
 
 /// Ends the thread's loop: `true` when Keel ran it (the caller then waits

@@ -348,7 +348,7 @@ impl Cursor {
     /// assert_eq!(chunks.last().map(|c| c.end), Some(10));
     /// cursor.leave();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn next_final_last(&mut self) -> Option<Range<u64>> {
         if let Path::Dynamic(rule) = self.path {
             // Its chunk ending at the loop's end is its last already.
