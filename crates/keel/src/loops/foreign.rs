@@ -91,6 +91,9 @@ struct Ready {
     label: Option<LoopLabel>,
     /// The first arrival, when the instance is recorded.
     t0: Option<Instant>,
+    /// [`reusable`](Self::reusable), asked once: renewing a workshare
+    /// asks at every instance, on the path other participants wait on.
+    reusable: bool,
 }
 
 impl Ready {
@@ -221,7 +224,7 @@ impl<'a> Workshare<'a> {
             && self.iterations == iterations
             && self.chunk.is_none()
             && !self.record
-            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable())
+            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable)
             && !instance::recording_all()
             && crate::trace::tracer().is_none();
         self.iterations = iterations;
@@ -356,13 +359,16 @@ impl<'a> Workshare<'a> {
         };
         let label = prepared.label(&self.id);
         let t0 = prepared.recorded().then(Instant::now);
-        Ok(Ready {
+        let mut ready = Ready {
             prepared,
             history: (!history.is_empty()).then(|| Box::new(history)),
             plan,
             label,
             t0,
-        })
+            reusable: false,
+        };
+        ready.reusable = ready.reusable();
+        Ok(ready)
     }
 
     /// Runs participant `me`'s share. Returns the instance's summary to the
