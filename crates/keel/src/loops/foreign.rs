@@ -227,9 +227,19 @@ impl<'a> Workshare<'a> {
             && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable)
             && !instance::recording_all()
             && crate::trace::tracer().is_none();
-        self.iterations = iterations;
-        self.chunk = None;
-        self.record = false;
+        // Fields that keep their values are not written: the participants
+        // read them when they join, and a line left clean stays in their
+        // caches (only the instance number and the leaving count must
+        // change).
+        if self.iterations != iterations {
+            self.iterations = iterations;
+        }
+        if self.chunk.is_some() {
+            self.chunk = None;
+        }
+        if self.record {
+            self.record = false;
+        }
         self.instance += 1;
         match self.ready.get() {
             Some(Ok(Ready {
