@@ -36,8 +36,10 @@ fn word(seq: u64, phase: u64) -> u64 {
 /// microsecond, and a team may have more threads than cores.
 const SPINS: u32 = 64;
 
-/// One loop's slot, alone on its cache line.
-#[repr(align(64))]
+/// One loop's slot, alone on its pair of cache lines (adjacent lines are
+/// fetched in pairs, and the threads of consecutive loops work on
+/// consecutive slots).
+#[repr(align(128))]
 struct Slot<D> {
     word: AtomicU64,
     /// Participants that have read the decision.

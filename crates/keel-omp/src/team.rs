@@ -42,9 +42,16 @@ pub(crate) struct Team {
     /// without the process-wide site table (its lock and its hash). Only
     /// deciders touch it, and the ring orders a team's deciders (the first
     /// to arrive at loop `k + 1` has read loop `k`'s published decision),
-    /// so the lock is never contended.
-    recent: Mutex<Option<Recent>>,
+    /// so the lock is never contended. On lines of its own: every thread
+    /// reads the ring's address at every loop, and only the deciding
+    /// thread writes here.
+    recent: OwnLines<Mutex<Option<Recent>>>,
 }
+
+/// A value on cache lines of its own (two: adjacent lines are fetched in
+/// pairs).
+#[repr(align(128))]
+pub(crate) struct OwnLines<T>(pub(crate) T);
 
 /// A team's last taken call site.
 struct Recent {
@@ -63,7 +70,7 @@ impl Team {
     pub(crate) fn new() -> Self {
         Team {
             ring: Ring::new(RING),
-            recent: Mutex::new(None),
+            recent: OwnLines(Mutex::new(None)),
         }
     }
 
@@ -76,7 +83,7 @@ impl Team {
         n: u64,
         threads: usize,
     ) -> Arc<Workshare<'static>> {
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recent = self.recent.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(last) = recent.as_mut().filter(|last| last.site == site) {
             renew(&mut last.work, &last.id, schedule, n, threads);
             return Arc::clone(&last.work);
@@ -95,7 +102,7 @@ impl Drop for Team {
     /// The last site's workshare goes back to the site table, for the
     /// site's next team.
     fn drop(&mut self) {
-        let recent = self.recent.get_mut().unwrap_or_else(|e| e.into_inner());
+        let recent = self.recent.0.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(last) = recent.take() {
             give_back(last);
         }
@@ -154,11 +161,11 @@ fn join_boxed(
     }
 }
 
-/// Counts a decision in [`TAKEN`] or [`FORWARDED`].
+/// Counts a decision in [`COUNTS`].
 fn count(decision: &Decision) {
     let counter = match decision {
-        Decision::Take(_) => &TAKEN,
-        Decision::Forward => &FORWARDED,
+        Decision::Take(_) => &COUNTS.0.taken,
+        Decision::Forward => &COUNTS.0.forwarded,
     };
     counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
@@ -648,9 +655,20 @@ fn start_in_libgomp(preset: &Preset) -> Option<(i64, i64)> {
     got.then_some((s, e))
 }
 
-/// Loop instances the first arrivals took and forwarded, process-wide.
-pub(crate) static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-pub(crate) static FORWARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Loop instances the first arrivals took and forwarded, process-wide, on
+/// lines of their own: a decider writes one at every loop, and the
+/// library's other statics (the cached addresses of libgomp's functions,
+/// the `omp_set_schedule` mirror) are read by every thread at every loop.
+pub(crate) static COUNTS: OwnLines<Counts> = OwnLines(Counts {
+    taken: std::sync::atomic::AtomicU64::new(0),
+    forwarded: std::sync::atomic::AtomicU64::new(0),
+});
+
+/// See [`COUNTS`].
+pub(crate) struct Counts {
+    pub(crate) taken: std::sync::atomic::AtomicU64,
+    pub(crate) forwarded: std::sync::atomic::AtomicU64,
+}
 
 /// The states the legacy region entries (`GOMP_parallel_start`, ...) set
 /// aside, each with the level of the thread that started the region.
