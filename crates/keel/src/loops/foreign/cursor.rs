@@ -382,10 +382,11 @@ impl Cursor {
         }
         let finish = self.ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
         let slot = self.slot();
-        if let (Some(events), Some(label), Some(tracer)) =
-            (&self.events, &self.ready.label, trace::tracer())
-        {
-            tracer.write_loop(label, self.me, events);
+        // The tracer is asked only for a cursor that traced its chunks.
+        if let Some(events) = &self.events {
+            if let (Some(label), Some(tracer)) = (&self.ready.label, trace::tracer()) {
+                tracer.write_loop(label, self.me, events);
+            }
         }
         if let Some(sums) = self.profile {
             for (word, bits) in slot.profile.iter().zip(sums.to_bits()) {
