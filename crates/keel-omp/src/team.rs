@@ -19,12 +19,15 @@
 //! forwards its loops; so does every other thread of that team, alike.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+use keel::loops::{Cursor, Workshare};
 
 use crate::ring::Ring;
 
-use keel::loops::{Cursor, LoopId, Workshare};
+mod sites;
+pub(crate) use sites::taken_sites;
+use sites::Recent;
 
 use crate::bounds::Bounds;
 use crate::settings::{self, Kind};
@@ -53,13 +56,6 @@ pub(crate) struct Team {
 #[repr(align(128))]
 pub(crate) struct OwnLines<T>(pub(crate) T);
 
-/// A team's last taken call site.
-struct Recent {
-    site: usize,
-    id: LoopId,
-    work: Arc<Workshare<'static>>,
-}
-
 #[derive(Clone)]
 enum Decision {
     Take(Arc<Workshare<'static>>),
@@ -83,18 +79,7 @@ impl Team {
         n: u64,
         threads: usize,
     ) -> Arc<Workshare<'static>> {
-        let mut recent = self.recent.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(last) = recent.as_mut().filter(|last| last.site == site) {
-            renew(&mut last.work, &last.id, schedule, n, threads);
-            return Arc::clone(&last.work);
-        }
-        let (id, work) = workshare(site, schedule, n, threads, recent.take());
-        *recent = Some(Recent {
-            site,
-            id,
-            work: Arc::clone(&work),
-        });
-        work
+        sites::workshare(&self.recent.0, site, schedule, n, threads)
     }
 }
 
@@ -102,10 +87,7 @@ impl Drop for Team {
     /// The last site's workshare goes back to the site table, for the
     /// site's next team.
     fn drop(&mut self) {
-        let recent = self.recent.0.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Some(last) = recent.take() {
-            give_back(last);
-        }
+        sites::give_back(self.recent.0.get_mut().unwrap_or_else(|e| e.into_inner()));
     }
 }
 
@@ -228,132 +210,6 @@ fn cancellation() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     // SAFETY: libgomp's omp_get_cancellation takes nothing.
     *ON.get_or_init(|| unsafe { real::omp_get_cancellation()() } != 0)
-}
-
-/// What a call site keeps across its instances.
-struct Site {
-    /// The loop's identity in Keel's records.
-    id: LoopId,
-    /// The workshare of its last instance, for the next one (see
-    /// [`renew`]), while no team keeps it as its last site's.
-    spare: Option<Arc<Workshare<'static>>>,
-}
-
-/// The call sites' table hashes code addresses with one multiplication:
-/// the deciding thread looks its site up while the others wait for the
-/// decision, and the addresses are the program's own (no one chooses them
-/// to collide), so SipHash's resistance buys nothing here.
-type SiteHash = std::hash::BuildHasherDefault<AddressHasher>;
-
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_usize(&mut self, address: usize) {
-        self.write_u64(address as u64);
-    }
-    fn write_u64(&mut self, word: u64) {
-        // Fibonacci hashing: the high bits, which hashbrown's control
-        // bytes read, depend on every bit of the address.
-        self.0 = (self.0 ^ word)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(32);
-    }
-}
-
-/// Every call site whose loop some first arrival took, with what it keeps.
-fn site_table() -> &'static Mutex<HashMap<usize, Site, SiteHash>> {
-    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
-    SITES.get_or_init(|| Mutex::new(HashMap::default()))
-}
-
-/// The call sites of the loops Keel took, each with its loop's identity
-/// in Keel's records.
-pub(crate) fn taken_sites() -> Vec<(usize, LoopId)> {
-    let sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
-    sites
-        .iter()
-        .map(|(&site, s)| (site, s.id.clone()))
-        .collect()
-}
-
-/// A workshare for an instance of the loop at `site`, from the site
-/// table, which takes back `evicted` (a team's last site's) at once: the
-/// site's identity and its workshare, which the caller keeps until it
-/// gives it back.
-fn workshare(
-    site: usize,
-    schedule: &keel::Schedule,
-    n: u64,
-    threads: usize,
-    evicted: Option<Recent>,
-) -> (LoopId, Arc<Workshare<'static>>) {
-    let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(last) = evicted {
-        if let Some(entry) = sites.get_mut(&last.site) {
-            entry.spare = Some(last.work);
-        }
-    }
-    let entry = sites.entry(site).or_insert_with(|| Site {
-        id: LoopId::named(site_name(site)),
-        spare: None,
-    });
-    let work = match entry.spare.take() {
-        Some(mut spare) => {
-            renew(&mut spare, &entry.id, schedule, n, threads);
-            spare
-        }
-        None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
-    };
-    (entry.id.clone(), work)
-}
-
-/// Gives a team's last site's workshare back to the site table.
-fn give_back(last: Recent) {
-    let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(entry) = sites.get_mut(&last.site) {
-        entry.spare = Some(last.work);
-    }
-}
-
-/// Readies `last`, the workshare of the last instance of the loop `id`,
-/// for its next instance: renewed when every participant has left it (and
-/// the team size is the same), which saves its allocations and, for an
-/// unrecorded fixed schedule over as many iterations, its preparation and
-/// plan; else replaced by a new one.
-fn renew(
-    last: &mut Arc<Workshare<'static>>,
-    id: &LoopId,
-    schedule: &keel::Schedule,
-    n: u64,
-    threads: usize,
-) {
-    match Arc::get_mut(last).filter(|unused| unused.threads() == threads) {
-        // The site's own workshare: it already names the loop.
-        Some(unused) => unused.renew_same_loop(schedule, n),
-        None => *last = Arc::new(Workshare::pulled(id.clone(), schedule, n, threads)),
-    }
-}
-
-/// The loop's name: the object holding the call site and the site's
-/// offset in it (stable across runs despite address randomisation).
-fn site_name(site: usize) -> String {
-    match crate::site::locate(site) {
-        Some((path, offset)) => {
-            let file = path.rsplit('/').next().unwrap_or(&path);
-            let file = if file.is_empty() { "main" } else { file };
-            format!("omp:{file}+{offset:#x}")
-        }
-        None => format!("omp:{site:#x}"),
-    }
 }
 
 /// A thread's place in a wrapped team.
