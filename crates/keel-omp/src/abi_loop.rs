@@ -66,7 +66,7 @@ pub(crate) unsafe fn start_taken<T: Word>(
     iend: *mut T,
 ) -> Option<bool> {
     // SAFETY: the caller's contract.
-    team::begin(call).then(|| unsafe { hand_out(team::next(), istart, iend, || false) })
+    team::begin_first(call).map(|first| unsafe { hand_out(first, istart, iend, || false) })
 }
 
 macro_rules! runtime_start {

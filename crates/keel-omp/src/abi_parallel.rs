@@ -266,10 +266,10 @@ pub unsafe extern "C" fn keel_omp_loop_counts(taken: *mut u64, forwarded: *mut u
     // SAFETY: the caller's contract.
     unsafe {
         if !taken.is_null() {
-            *taken = crate::team::TAKEN.load(Relaxed);
+            *taken = crate::team::COUNTS.0.taken.load(Relaxed);
         }
         if !forwarded.is_null() {
-            *forwarded = crate::team::FORWARDED.load(Relaxed);
+            *forwarded = crate::team::COUNTS.0.forwarded.load(Relaxed);
         }
     }
 }

@@ -47,24 +47,24 @@ impl Bounds {
     /// The number of iterations; `None` for a zero step (a loop GCC never
     /// emits, left to libgomp).
     pub fn iterations(&self) -> Option<u64> {
-        let count = |span: u128, step: u128| span.div_ceil(step) as u64;
+        // Every span and step fits 64 bits (the distance between two
+        // 64-bit values, the magnitude of a 64-bit step): one 64-bit
+        // division, where 128-bit operands cost a library call.
+        let count = |span: u64, step: u64| span.div_ceil(step);
         match *self {
-            Bounds::Long { start, end, incr } => {
-                let (start, end, incr) = (i128::from(start), i128::from(end), i128::from(incr));
-                match incr {
-                    0 => None,
-                    i if i > 0 => Some(if end > start {
-                        count((end - start) as u128, i as u128)
-                    } else {
-                        0
-                    }),
-                    i => Some(if start > end {
-                        count((start - end) as u128, (-i) as u128)
-                    } else {
-                        0
-                    }),
-                }
-            }
+            Bounds::Long { start, end, incr } => match incr {
+                0 => None,
+                i if i > 0 => Some(if end > start {
+                    count(end.abs_diff(start), i.unsigned_abs())
+                } else {
+                    0
+                }),
+                i => Some(if start > end {
+                    count(start.abs_diff(end), i.unsigned_abs())
+                } else {
+                    0
+                }),
+            },
             Bounds::Ull {
                 up,
                 start,
@@ -80,7 +80,7 @@ impl Bounds {
                     false if start > end => start - end,
                     _ => 0,
                 };
-                Some(count(u128::from(span), u128::from(step)))
+                Some(count(span, step))
             }
         }
     }
@@ -185,6 +185,40 @@ mod tests {
             .iterations(),
             None
         );
+    }
+
+    /// The count in 128-bit arithmetic, which no span or step overflows.
+    fn reference_count(start: i64, end: i64, incr: i64) -> u64 {
+        let (s, e, i) = (i128::from(start), i128::from(end), i128::from(incr));
+        let span = if i > 0 { e - s } else { s - e };
+        if span <= 0 {
+            0
+        } else {
+            (span as u128).div_ceil(i.unsigned_abs()) as u64
+        }
+    }
+
+    #[test]
+    fn long_counts_at_the_extremes_of_span_and_step() {
+        let edges = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX];
+        for start in edges {
+            for end in edges {
+                for incr in [i64::MIN, i64::MIN + 1, -3, -1, 1, 2, i64::MAX - 1, i64::MAX] {
+                    let b = Bounds::Long { start, end, incr };
+                    assert_eq!(
+                        b.iterations(),
+                        Some(reference_count(start, end, incr)),
+                        "{b:?}"
+                    );
+                }
+            }
+        }
+        let widest = Bounds::Long {
+            start: i64::MIN,
+            end: i64::MAX,
+            incr: i64::MAX,
+        };
+        assert_eq!(widest.iterations(), Some(3), "MIN, -1, MAX - 1");
     }
 
     #[test]

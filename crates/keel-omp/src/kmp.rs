@@ -79,7 +79,13 @@ impl KmpBounds {
         if span < 0 {
             return Some(0);
         }
-        u64::try_from(span / step + 1).ok()
+        // A 64-bit division when both fit (every loop over 64-bit or
+        // narrower values but the widest): 128-bit operands cost a
+        // library call.
+        match (u64::try_from(span), u64::try_from(step)) {
+            (Ok(span), Ok(step)) => (span / step).checked_add(1),
+            _ => u64::try_from(span / step + 1).ok(),
+        }
     }
 
     /// The inclusive values `(first, last)` of the offsets `offsets` (a
@@ -147,6 +153,19 @@ mod tests {
             st: 1,
         };
         assert_eq!(full.iterations(), None);
+        let halves = KmpBounds {
+            lb: 0,
+            ub: u64::MAX.into(),
+            st: 2,
+        };
+        assert_eq!(halves.iterations(), Some(1 << 63));
+        // A span past 64 bits (a signed lower bound, an unsigned upper).
+        let wider = KmpBounds {
+            lb: i64::MIN.into(),
+            ub: u64::MAX.into(),
+            st: 1 << 62,
+        };
+        assert_eq!(wider.iterations(), Some(6), "MIN + k * 2^62 for k in 0..6");
         let near = KmpBounds {
             lb: (u64::MAX - 10).into(),
             ub: u64::MAX.into(),

@@ -119,8 +119,8 @@ impl ProcessReport {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             pid: std::process::id(),
-            taken: crate::team::TAKEN.load(Relaxed),
-            forwarded: crate::team::FORWARDED.load(Relaxed),
+            taken: crate::team::COUNTS.0.taken.load(Relaxed),
+            forwarded: crate::team::COUNTS.0.forwarded.load(Relaxed),
             loops,
         }
     }

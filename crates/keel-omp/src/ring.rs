@@ -11,11 +11,14 @@
 //! participant clones the decision, then counts itself out; the last to
 //! count out empties the slot and frees it for loop `k + slots` with a
 //! `Release` store, which the next first arrival's compare-exchange reads
-//! with `Acquire`. A thread that finds its slot still holding an earlier
-//! loop is `slots` loops ahead of the slowest and waits.
+//! with `Acquire`. A participant that finds every other counted out
+//! already is the last, and takes the decision out instead of cloning it.
+//! A thread that finds its slot still holding an earlier loop is `slots`
+//! loops ahead of the slowest and waits.
 //!
 //! Per participant and loop that is one read of the slot's line and one
-//! read-modify-write on it (two more for the first arrival), where a lock
+//! read-modify-write on it (two more for the first arrival; none for a
+//! last arrival that finds the others counted out), where a lock
 //! costs two read-modify-writes on one line shared by every loop of the
 //! team, and a sleep when it is contended.
 
@@ -36,8 +39,10 @@ fn word(seq: u64, phase: u64) -> u64 {
 /// microsecond, and a team may have more threads than cores.
 const SPINS: u32 = 64;
 
-/// One loop's slot, alone on its cache line.
-#[repr(align(64))]
+/// One loop's slot, alone on its pair of cache lines (adjacent lines are
+/// fetched in pairs, and the threads of consecutive loops work on
+/// consecutive slots).
+#[repr(align(128))]
 struct Slot<D> {
     word: AtomicU64,
     /// Participants that have read the decision.
@@ -93,6 +98,24 @@ impl<D: Clone> Ring<D> {
         let (decision, mine) = loop {
             let now = slot.word.load(Ordering::Acquire);
             if now == published {
+                // Every other participant has read the decision and counted
+                // itself out (Acquire: their reads happened before; the
+                // count was reset for this loop before the slot was freed
+                // for it): this one is the last, and takes the decision
+                // instead of a copy of it it would then drop, a write less
+                // on the line of a decision's reference count.
+                if slot.passed.load(Ordering::Acquire) + 1 >= threads {
+                    slot.passed.store(0, Ordering::Relaxed);
+                    // SAFETY: every other participant has read the cell;
+                    // the next loop of this slot cannot be claimed before
+                    // the store below.
+                    let taken = slot.decision.with_mut(|cell| unsafe { (*cell).take() });
+                    slot.word.store(word(seq + len, FREE), Ordering::Release);
+                    match taken {
+                        Some(decision) => return (decision, None),
+                        None => unreachable!("a published loop slot holds its decision"),
+                    }
+                }
                 // SAFETY: published: the decider's write happened before
                 // (Acquire above), and the cell is not emptied before this
                 // thread counts itself out below.

@@ -19,12 +19,15 @@
 //! forwards its loops; so does every other thread of that team, alike.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+
+use keel::loops::{Cursor, Workshare};
 
 use crate::ring::Ring;
 
-use keel::loops::{Cursor, LoopId, Workshare};
+mod sites;
+pub(crate) use sites::taken_sites;
+use sites::Recent;
 
 use crate::bounds::Bounds;
 use crate::settings::{self, Kind};
@@ -37,7 +40,21 @@ pub(crate) const RING: usize = 16;
 /// One team of a wrapped parallel region.
 pub(crate) struct Team {
     ring: Ring<Decision>,
+    /// The call site whose loop this team's deciders took last, with its
+    /// workshare: a team that runs one loop again and again renews it
+    /// without the process-wide site table (its lock and its hash). Only
+    /// deciders touch it, and the ring orders a team's deciders (the first
+    /// to arrive at loop `k + 1` has read loop `k`'s published decision),
+    /// so the lock is never contended. On lines of its own: every thread
+    /// reads the ring's address at every loop, and only the deciding
+    /// thread writes here.
+    recent: OwnLines<Mutex<Option<Recent>>>,
 }
+
+/// A value on cache lines of its own (two: adjacent lines are fetched in
+/// pairs).
+#[repr(align(128))]
+pub(crate) struct OwnLines<T>(pub(crate) T);
 
 #[derive(Clone)]
 enum Decision {
@@ -49,9 +66,32 @@ impl Team {
     pub(crate) fn new() -> Self {
         Team {
             ring: Ring::new(RING),
+            recent: OwnLines(Mutex::new(None)),
         }
     }
 
+    /// A workshare for an instance of the loop at `site`: the team's last
+    /// site's, renewed, when it is that site again; else the site table's.
+    fn workshare(
+        &self,
+        site: usize,
+        schedule: &keel::Schedule,
+        n: u64,
+        threads: usize,
+    ) -> Arc<Workshare<'static>> {
+        sites::workshare(&self.recent.0, site, schedule, n, threads)
+    }
+}
+
+impl Drop for Team {
+    /// The last site's workshare goes back to the site table, for the
+    /// site's next team.
+    fn drop(&mut self) {
+        sites::give_back(self.recent.0.get_mut().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+impl Team {
     /// Thread `me`'s arrival at the team's loop `seq`: the decision, and
     /// the first arrival's own cursor when it took the loop (in `spare`,
     /// when the thread has one).
@@ -64,7 +104,7 @@ impl Team {
         spare: &mut Option<CursorBox>,
     ) -> (Decision, Option<CursorBox>) {
         if threads <= 1 {
-            let (decision, mine) = decide(call, threads.max(1), me, spare);
+            let (decision, mine) = decide(self, call, threads.max(1), me, spare);
             count(&decision);
             return (decision, mine);
         }
@@ -72,7 +112,7 @@ impl Team {
         // made before it is published.
         let (decision, mine) = self
             .ring
-            .arrive(seq, threads, || decide(call, threads, me, spare));
+            .arrive(seq, threads, || decide(self, call, threads, me, spare));
         // Counted by the decider once it is published, off the others'
         // wait.
         if mine.is_some() {
@@ -103,11 +143,11 @@ fn join_boxed(
     }
 }
 
-/// Counts a decision in [`TAKEN`] or [`FORWARDED`].
+/// Counts a decision in [`COUNTS`].
 fn count(decision: &Decision) {
     let counter = match decision {
-        Decision::Take(_) => &TAKEN,
-        Decision::Forward => &FORWARDED,
+        Decision::Take(_) => &COUNTS.0.taken,
+        Decision::Forward => &COUNTS.0.forwarded,
     };
     counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
@@ -128,6 +168,7 @@ pub(crate) struct LoopCall {
 /// into forwarding before anyone else sees the decision — unless the call
 /// site's renewed workshare is prepared already), or forward it.
 fn decide(
+    team: &Team,
     call: &LoopCall,
     threads: usize,
     me: usize,
@@ -144,7 +185,7 @@ fn decide(
         else {
             return (Decision::Forward, None);
         };
-        let work = workshare(call.site, schedule, n, threads);
+        let work = team.workshare(call.site, schedule, n, threads);
         if work.prepared() {
             // Renewed from the site's last instance, whose schedule planned
             // it: published at once, and the deciding thread joins after,
@@ -171,103 +212,6 @@ fn cancellation() -> bool {
     *ON.get_or_init(|| unsafe { real::omp_get_cancellation()() } != 0)
 }
 
-/// What a call site keeps across its instances.
-struct Site {
-    /// The loop's identity in Keel's records.
-    id: LoopId,
-    /// The workshare of its last instance, renewed for the next one when
-    /// every participant has left it (and the team size is the same),
-    /// which saves its allocations and, for an unrecorded fixed schedule
-    /// over as many iterations, its preparation and plan.
-    spare: Option<Arc<Workshare<'static>>>,
-}
-
-/// The call sites' table hashes code addresses with one multiplication:
-/// the deciding thread looks its site up while the others wait for the
-/// decision, and the addresses are the program's own (no one chooses them
-/// to collide), so SipHash's resistance buys nothing here.
-type SiteHash = std::hash::BuildHasherDefault<AddressHasher>;
-
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_usize(&mut self, address: usize) {
-        self.write_u64(address as u64);
-    }
-    fn write_u64(&mut self, word: u64) {
-        // Fibonacci hashing: the high bits, which hashbrown's control
-        // bytes read, depend on every bit of the address.
-        self.0 = (self.0 ^ word)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(32);
-    }
-}
-
-/// Every call site whose loop some first arrival took, with what it keeps.
-fn site_table() -> &'static Mutex<HashMap<usize, Site, SiteHash>> {
-    static SITES: OnceLock<Mutex<HashMap<usize, Site, SiteHash>>> = OnceLock::new();
-    SITES.get_or_init(|| Mutex::new(HashMap::default()))
-}
-
-/// The call sites of the loops Keel took, each with its loop's identity
-/// in Keel's records.
-pub(crate) fn taken_sites() -> Vec<(usize, LoopId)> {
-    let sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
-    sites
-        .iter()
-        .map(|(&site, s)| (site, s.id.clone()))
-        .collect()
-}
-
-/// A workshare for an instance of the loop at `site`.
-fn workshare(
-    site: usize,
-    schedule: &keel::Schedule,
-    n: u64,
-    threads: usize,
-) -> Arc<Workshare<'static>> {
-    let mut sites = site_table().lock().unwrap_or_else(|e| e.into_inner());
-    let entry = sites.entry(site).or_insert_with(|| Site {
-        id: LoopId::named(site_name(site)),
-        spare: None,
-    });
-    let work = match entry.spare.take() {
-        Some(mut spare) if spare.threads() == threads => match Arc::get_mut(&mut spare) {
-            // The site's own workshare: it already names the loop.
-            Some(unused) => {
-                unused.renew_same_loop(schedule, n);
-                spare
-            }
-            None => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
-        },
-        _ => Arc::new(Workshare::pulled(entry.id.clone(), schedule, n, threads)),
-    };
-    entry.spare = Some(Arc::clone(&work));
-    work
-}
-
-/// The loop's name: the object holding the call site and the site's
-/// offset in it (stable across runs despite address randomisation).
-fn site_name(site: usize) -> String {
-    match crate::site::locate(site) {
-        Some((path, offset)) => {
-            let file = path.rsplit('/').next().unwrap_or(&path);
-            let file = if file.is_empty() { "main" } else { file };
-            format!("omp:{file}+{offset:#x}")
-        }
-        None => format!("omp:{site:#x}"),
-    }
-}
-
 /// A thread's place in a wrapped team.
 pub(crate) struct Member {
     team: Arc<Team>,
@@ -278,7 +222,9 @@ pub(crate) struct Member {
     seq: u64,
 }
 
-/// The loop a thread is in.
+/// The loop a thread is in. An explicit tag, not one folded into the
+/// bounds' own: [`next`] tests it on every chunk.
+#[repr(u8)]
 pub(crate) enum Current {
     /// None, or one libgomp runs.
     Libgomp,
@@ -323,9 +269,21 @@ fn level() -> i32 {
 /// from [`next`]), `false` when the caller must forward the call.
 pub(crate) fn begin(call: &LoopCall) -> bool {
     let here = level();
-    // One borrow of the thread's state for the whole start: the decision
-    // and the join run no program code and never reach this state.
-    with_state(|st| {
+    with_state(|st| begin_in(st, call, here)).unwrap_or(false)
+}
+
+/// [`begin`] and, when Keel runs the loop, the thread's first [`next`]
+/// step, in one borrow of the thread's state: what a `*_start` entry
+/// hands out. `None` when the caller must forward the call.
+pub(crate) fn begin_first(call: &LoopCall) -> Option<Step> {
+    let here = level();
+    with_state(|st| begin_in(st, call, here).then(|| step(st))).flatten()
+}
+
+/// [`begin`] on the thread's state (borrowed once for the whole start:
+/// the decision and the join run no program code and never reach it).
+fn begin_in(st: &mut ThreadState, call: &LoopCall, here: i32) -> bool {
+    {
         let Some(m) = st.member.as_mut().filter(|m| m.level == here) else {
             st.current = Current::Libgomp;
             return false;
@@ -362,8 +320,7 @@ pub(crate) fn begin(call: &LoopCall) -> bool {
         st.current = current;
         st.spare = spare;
         taken
-    })
-    .unwrap_or(false)
+    }
 }
 
 /// What a `*_next` call does.
@@ -377,7 +334,13 @@ pub(crate) enum Step {
 }
 
 pub(crate) fn next() -> Step {
-    with_state(|st| match &mut st.current {
+    with_state(step).unwrap_or(Step::Forward)
+}
+
+/// [`next`] on the thread's state.
+#[inline(always)]
+fn step(st: &mut ThreadState) -> Step {
+    match &mut st.current {
         Current::Taken {
             cursor,
             bounds,
@@ -411,8 +374,7 @@ pub(crate) fn next() -> Step {
             first.map_or(Step::Done, |(s, e)| Step::Chunk(s, e))
         }
         Current::Libgomp => Step::Forward,
-    })
-    .unwrap_or(Step::Forward)
+    }
 }
 
 /// Ends the thread's loop: `true` when Keel ran it (the caller then waits
@@ -549,9 +511,20 @@ fn start_in_libgomp(preset: &Preset) -> Option<(i64, i64)> {
     got.then_some((s, e))
 }
 
-/// Loop instances the first arrivals took and forwarded, process-wide.
-pub(crate) static TAKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-pub(crate) static FORWARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Loop instances the first arrivals took and forwarded, process-wide, on
+/// lines of their own: a decider writes one at every loop, and the
+/// library's other statics (the cached addresses of libgomp's functions,
+/// the `omp_set_schedule` mirror) are read by every thread at every loop.
+pub(crate) static COUNTS: OwnLines<Counts> = OwnLines(Counts {
+    taken: std::sync::atomic::AtomicU64::new(0),
+    forwarded: std::sync::atomic::AtomicU64::new(0),
+});
+
+/// See [`COUNTS`].
+pub(crate) struct Counts {
+    pub(crate) taken: std::sync::atomic::AtomicU64,
+    pub(crate) forwarded: std::sync::atomic::AtomicU64,
+}
 
 /// The states the legacy region entries (`GOMP_parallel_start`, ...) set
 /// aside, each with the level of the thread that started the region.

@@ -90,3 +90,46 @@ fn a_decision_is_dropped_when_its_loop_is_passed() {
     drop(d);
     assert_eq!(Arc::strong_count(&kept), 1);
 }
+
+/// A decision that counts its copies.
+struct Counted(Arc<AtomicUsize>);
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Counted(Arc::clone(&self.0))
+    }
+}
+
+/// The last participant to arrive, every other counted out already, takes
+/// the slot's decision instead of copying it; one that arrives while
+/// another has not passed copies it, and the last to pass drops the
+/// slot's. Either way the slot is freed for the ring's next round.
+#[test]
+fn the_last_arrival_takes_the_decision_without_a_copy() {
+    let ring = Ring::<Counted>::new(1);
+    let copies = Arc::new(AtomicUsize::new(0));
+    // Two threads, one after the other: the slot's copy is the only one.
+    let (d, mine) = ring.arrive(0, 2, || (Counted(Arc::clone(&copies)), ()));
+    assert!(mine.is_some());
+    drop(d);
+    assert_eq!(copies.load(Ordering::Relaxed), 1, "the slot's copy");
+    let (d, mine): (_, Option<()>) = ring.arrive(0, 2, || unreachable!());
+    assert!(mine.is_none());
+    drop(d);
+    assert_eq!(copies.load(Ordering::Relaxed), 1, "taken, not copied");
+    assert_eq!(Arc::strong_count(&copies), 1, "every copy dropped");
+    // Three threads: the second finds the third still to come, and copies.
+    let (d, _) = ring.arrive(1, 3, || (Counted(Arc::clone(&copies)), ()));
+    drop(d);
+    let (d, _): (_, Option<()>) = ring.arrive(1, 3, || unreachable!());
+    drop(d);
+    assert_eq!(copies.load(Ordering::Relaxed), 3);
+    let (d, _): (_, Option<()>) = ring.arrive(1, 3, || unreachable!());
+    drop(d);
+    assert_eq!(copies.load(Ordering::Relaxed), 3, "the last takes it");
+    assert_eq!(Arc::strong_count(&copies), 1);
+    // The slot is free for loop 2.
+    let (_, mine) = ring.arrive(2, 1, || (Counted(Arc::clone(&copies)), ()));
+    assert!(mine.is_some());
+}

@@ -34,6 +34,9 @@ impl Rule for Ss {
         Claim::Indexed
     }
 
+    // Inlined into a caller's claim (a foreign runtime's `next` per chunk):
+    // the plan's dispatch otherwise calls it across crates.
+    #[inline]
     fn chunk_at(&self, index: u64) -> Option<Chunk> {
         let start = index.checked_mul(self.k).filter(|&s| s < self.n)?;
         Some(start..start.saturating_add(self.k).min(self.n))

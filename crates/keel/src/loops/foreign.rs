@@ -91,6 +91,9 @@ struct Ready {
     label: Option<LoopLabel>,
     /// The first arrival, when the instance is recorded.
     t0: Option<Instant>,
+    /// [`reusable`](Self::reusable), asked once: renewing a workshare
+    /// asks at every instance, on the path other participants wait on.
+    reusable: bool,
 }
 
 impl Ready {
@@ -221,12 +224,22 @@ impl<'a> Workshare<'a> {
             && self.iterations == iterations
             && self.chunk.is_none()
             && !self.record
-            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable())
+            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable)
             && !instance::recording_all()
             && crate::trace::tracer().is_none();
-        self.iterations = iterations;
-        self.chunk = None;
-        self.record = false;
+        // Fields that keep their values are not written: the participants
+        // read them when they join, and a line left clean stays in their
+        // caches (only the instance number and the leaving count must
+        // change).
+        if self.iterations != iterations {
+            self.iterations = iterations;
+        }
+        if self.chunk.is_some() {
+            self.chunk = None;
+        }
+        if self.record {
+            self.record = false;
+        }
         self.instance += 1;
         match self.ready.get() {
             Some(Ok(Ready {
@@ -356,13 +369,16 @@ impl<'a> Workshare<'a> {
         };
         let label = prepared.label(&self.id);
         let t0 = prepared.recorded().then(Instant::now);
-        Ok(Ready {
+        let mut ready = Ready {
             prepared,
             history: (!history.is_empty()).then(|| Box::new(history)),
             plan,
             label,
             t0,
-        })
+            reusable: false,
+        };
+        ready.reusable = ready.reusable();
+        Ok(ready)
     }
 
     /// Runs participant `me`'s share. Returns the instance's summary to the

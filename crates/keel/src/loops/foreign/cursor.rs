@@ -12,7 +12,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use keel_policy::dls::{Claim, Plan, ProfileSums, ThreadLocal, Timing};
+use keel_policy::dls::{Claim, Plan, ProfileSums, Rule, Ss, ThreadLocal, Timing};
 use keel_policy::ContextHandler;
 
 use super::{Ready, Workshare};
@@ -144,7 +144,13 @@ impl Workshare<'static> {
             me,
             claim: plan.claim(),
             n: work.iterations,
-            lean: timing == Timing::None && profile.is_none() && events.is_none(),
+            path: match plan {
+                _ if timing != Timing::None || profile.is_some() || events.is_some() => {
+                    Path::Measured
+                }
+                Plan::Ss(rule) => Path::Dynamic(rule),
+                _ => Path::Lean,
+            },
             timing,
             local: ThreadLocal::default(),
             profile,
@@ -217,8 +223,8 @@ pub struct Cursor {
     /// The loop's iteration count, read at every chunk: kept here, off
     /// the instance's lines that other participants write.
     n: u64,
-    /// Nothing to time, profile or trace: a chunk is its claim alone.
-    lean: bool,
+    /// How [`next`](Self::next) claims.
+    path: Path,
     timing: Timing,
     local: ThreadLocal,
     profile: Option<ProfileSums>,
@@ -236,13 +242,27 @@ pub struct Cursor {
     _owner: Arc<Workshare<'static>>,
 }
 
+/// How a cursor claims its chunks.
+#[derive(Clone, Copy)]
+enum Path {
+    /// Chunks are timed, profiled or traced.
+    Measured,
+    /// Nothing to time, profile or trace: a chunk is its claim alone.
+    Lean,
+    /// Lean under `dynamic`, the schedule most foreign loops run under:
+    /// its rule is matched once per cursor, not on every chunk.
+    Dynamic(Ss),
+}
+
 impl Cursor {
     /// The participant's next chunk of offsets, `None` when it has no more.
     #[allow(clippy::should_implement_trait)]
     #[inline(always)]
     pub fn next(&mut self) -> Option<Range<u64>> {
-        if !self.lean {
-            return self.next_measured();
+        match self.path {
+            Path::Dynamic(rule) => return self.next_dynamic(rule),
+            Path::Measured => return self.next_measured(),
+            Path::Lean => {}
         }
         if self.done {
             return None;
@@ -251,6 +271,26 @@ impl Cursor {
             self.done = true;
             return None;
         };
+        self.chunks += 1;
+        self.iterations += chunk.end - chunk.start;
+        Some(chunk)
+    }
+
+    /// [`next`](Self::next) under `dynamic`, lean: chunk `i` is claimed
+    /// by the `i`-th claim of the team, so the chunk that ends at the
+    /// loop's end has the highest index, and a participant that claimed it
+    /// has no more to find (it does not claim again).
+    #[inline(always)]
+    fn next_dynamic(&mut self, rule: Ss) -> Option<Range<u64>> {
+        if self.done {
+            return None;
+        }
+        let claimed = rule.chunk_at(self.work.shared.next.fetch_add(1, Ordering::Relaxed));
+        let Some(chunk) = claimed else {
+            self.done = true;
+            return None;
+        };
+        self.done = chunk.end == self.n;
         self.chunks += 1;
         self.iterations += chunk.end - chunk.start;
         Some(chunk)
@@ -308,8 +348,12 @@ impl Cursor {
     /// assert_eq!(chunks.last().map(|c| c.end), Some(10));
     /// cursor.leave();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn next_final_last(&mut self) -> Option<Range<u64>> {
+        if let Path::Dynamic(rule) = self.path {
+            // Its chunk ending at the loop's end is its last already.
+            return self.next_dynamic(rule);
+        }
         match self.next() {
             Some(chunk) if chunk.end == self.n && self.held.is_none() => {
                 self.held = Some(chunk);
@@ -333,15 +377,16 @@ impl Cursor {
             return None;
         }
         self.done = true;
-        if !self.lean {
+        if matches!(self.path, Path::Measured) {
             self.settle();
         }
         let finish = self.ready.t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
         let slot = self.slot();
-        if let (Some(events), Some(label), Some(tracer)) =
-            (&self.events, &self.ready.label, trace::tracer())
-        {
-            tracer.write_loop(label, self.me, events);
+        // The tracer is asked only for a cursor that traced its chunks.
+        if let Some(events) = &self.events {
+            if let (Some(label), Some(tracer)) = (&self.ready.label, trace::tracer()) {
+                tracer.write_loop(label, self.me, events);
+            }
         }
         if let Some(sums) = self.profile {
             for (word, bits) in slot.profile.iter().zip(sums.to_bits()) {

@@ -362,3 +362,57 @@ fn a_workshare_renewed_for_the_same_loop_runs_each_instance_exactly_once() {
         work = std::sync::Arc::into_inner(shared).expect("every cursor is gone");
     }
 }
+
+/// Two lean cursors under `dynamic,k`, taking turns on one thread: every
+/// iteration is handed out once, the chunk that ends the loop is the last
+/// its cursor hands out (`next_final_last`, as `lastprivate` needs), a
+/// cursor past its end stays there, and the summary counts every chunk.
+#[test]
+fn lean_dynamic_cursors_end_at_the_chunk_that_ends_the_loop() {
+    for (n, k) in [(10u64, 3u64), (9, 3), (7, 1), (1, 1), (1, 4), (0, 2)] {
+        let schedule = format!("dynamic,{k}").parse().unwrap();
+        let work = std::sync::Arc::new(super::Workshare::pulled(
+            LoopId::named("pulled/lean-dynamic"),
+            &schedule,
+            n,
+            2,
+        ));
+        let mut cursors = [
+            std::sync::Arc::clone(&work).join(0).unwrap(),
+            std::sync::Arc::clone(&work).join(1).unwrap(),
+        ];
+        let mut counts = vec![0u32; n as usize];
+        let mut handed: [Vec<std::ops::Range<u64>>; 2] = [Vec::new(), Vec::new()];
+        let mut done = [false, false];
+        while !done.iter().all(|&d| d) {
+            for (me, cursor) in cursors.iter_mut().enumerate() {
+                match cursor.next_final_last() {
+                    Some(chunk) => {
+                        assert!(!done[me], "n={n} k={k}: a chunk after the end");
+                        assert!(chunk.start < chunk.end && chunk.end <= n, "{chunk:?}");
+                        for i in chunk.clone() {
+                            counts[i as usize] += 1;
+                        }
+                        handed[me].push(chunk);
+                    }
+                    None => done[me] = true,
+                }
+            }
+        }
+        assert!(counts.iter().all(|&c| c == 1), "n={n} k={k}: {counts:?}");
+        for (me, chunks) in handed.iter().enumerate() {
+            if let Some(at) = chunks.iter().position(|c| c.end == n) {
+                assert_eq!(at, chunks.len() - 1, "n={n} k={k}: participant {me}");
+            }
+        }
+        for cursor in &mut cursors {
+            assert_eq!(cursor.next_final_last(), None);
+            assert_eq!(cursor.next(), None);
+        }
+        let [a, b] = cursors;
+        assert!(a.leave().is_none());
+        let summary = b.leave().expect("the last to leave gets the summary");
+        assert_eq!(summary.iterations, n);
+        assert_eq!(summary.chunks, n.div_ceil(k));
+    }
+}
