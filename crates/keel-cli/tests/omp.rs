@@ -83,11 +83,6 @@ fn the_program_runs_preloaded_and_its_status_is_keels() {
     assert!(stdout.contains("libkeel_omp.so|af|dynamic"), "{stdout}");
 }
 
-/// Whether `gcc -fopenmp` builds a program here.
-fn gcc_openmp() -> bool {
-    openmp_compiler("gcc")
-}
-
 /// Whether `<cc> -fopenmp` builds (and links) a program here.
 fn openmp_compiler(cc: &str) -> bool {
     let dir = tempfile::TempDir::new().unwrap();
