@@ -37,6 +37,36 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// [`median`]'s value — the same bits — found by selection instead of a
+/// full sort: `values` are left partly reordered (the middle one in its
+/// sorted place, smaller ones before it, larger after). Linear in the
+/// count, for a median taken again and again over a window.
+///
+/// ```
+/// use keel_policy::stats;
+/// let mut a = [4.0, 1.0, 3.0, 2.0];
+/// let mut b = a;
+/// assert_eq!(stats::median_unordered(&mut a), stats::median(&mut b));
+/// assert!(stats::median_unordered(&mut []).is_nan());
+/// ```
+pub fn median_unordered(values: &mut [f64]) -> f64 {
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let (below, &mut middle, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        return middle;
+    }
+    // The largest of the lower half is the sorted order's value n/2 − 1.
+    let lower = below
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .expect("an even count above zero leaves a lower half");
+    (lower + middle) / 2.0
+}
+
 /// The median of `values` without touching them, `None` for none: a copy
 /// sorted by [`median`].
 ///
@@ -202,6 +232,27 @@ mod tests {
         assert_eq!(median_of(&[7.0]), Some(7.0));
         // NaN sorts last: it is the median only when it is the middle.
         assert_eq!(median(&mut [f64::NAN, 1.0, 2.0]), 2.0);
+    }
+
+    proptest::proptest! {
+        /// Selection gives the sort's median bit for bit, NaNs, signed
+        /// zeros and ties included.
+        #[test]
+        fn the_selected_median_is_the_sorted_one(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::num::f64::ANY,
+                    proptest::sample::select(vec![0.0, -0.0, 1.0, f64::NAN, f64::INFINITY]),
+                ],
+                0..80,
+            )
+        ) {
+            let mut sorted = values.clone();
+            let mut selected = values;
+            let want = median(&mut sorted);
+            let got = median_unordered(&mut selected);
+            proptest::prop_assert_eq!(got.to_bits(), want.to_bits());
+        }
     }
 
     #[test]

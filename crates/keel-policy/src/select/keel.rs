@@ -659,7 +659,9 @@ impl Select for KeelSel {
 /// trigger-happy. Both of `auto,keel`'s noise scales are this.
 fn robust_sigma(abs_deviations: &mut [f64]) -> f64 {
     let inflation = 1.0 + MAD_RELATIVE_SD / (abs_deviations.len() as f64).sqrt();
-    MAD_TO_SIGMA * median_in_place(abs_deviations) * inflation
+    // Selection, not a sort: this runs on the noise window at every
+    // exploited instance.
+    MAD_TO_SIGMA * crate::stats::median_unordered(abs_deviations) * inflation
 }
 
 /// A robust noise scale of a short series that may drift: the MAD of its
@@ -683,9 +685,9 @@ fn difference_noise(series: &[f64; WARMUP as usize]) -> f64 {
 /// (a level shift, a change of order).
 fn noise_of_differences(differences: &mut [f64]) -> f64 {
     let mut scratch = [0.0; PORTFOLIO_LEN * ROUNDS];
-    let sorted = &mut scratch[..differences.len()];
-    sorted.copy_from_slice(differences);
-    let centre = median_in_place(sorted);
+    let copy = &mut scratch[..differences.len()];
+    copy.copy_from_slice(differences);
+    let centre = crate::stats::median_unordered(copy);
     for d in differences.iter_mut() {
         *d = (*d - centre).abs();
     }
