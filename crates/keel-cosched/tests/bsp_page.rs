@@ -10,9 +10,18 @@ use std::time::Duration;
 use common::{bsp_binary, KillOnDrop};
 use keel_cosched::shm::{page_path, Counters, Page, PageWaitMode, PAGE_ENV};
 
+/// One ring at a time: the rings' ranks compute and spin for measured
+/// CPU time, and the test harness runs this file's tests in parallel; two
+/// rings at once would put four spinning ranks on a two-CPU machine, and
+/// a preempted spinner accrues wait without spin CPU time.
+static ONE_RING_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs a 2-rank ring with one page per rank created beforehand (as the
 /// node manager does) in `mode`; returns each rank's final counters.
 fn ring(dir: &Path, tag: u64, mode: PageWaitMode, scale: &str, iterations: u64) -> Vec<Counters> {
+    let _cpus = ONE_RING_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let pages: Vec<Page> = (0..2)
         .map(|r| Page::create(&page_path(dir, 0, tag, r), None).unwrap())
         .collect();
