@@ -30,6 +30,13 @@
 //! assert_eq!(sel.winner(), Some(5));
 //! ```
 
+mod budget;
+mod exploit;
+mod noise;
+
+pub use budget::{Budget, EXPLORATION_BUDGET};
+use noise::{difference_noise, noise_of_differences, robust_sigma};
+
 use super::{median_in_place, Measurement, Phase, Select, PORTFOLIO_LEN};
 
 /// Samples per schedule an exploration takes at most (rounds of successive
@@ -85,6 +92,40 @@ const MEDIAN_EFFICIENCY: f64 = 1.25;
 
 const ALL: u16 = (1 << PORTFOLIO_LEN) - 1;
 
+/// Why a search ended on its winner.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SettledBy {
+    /// Round 1 met a schedule within [`TIE_MARGIN`] of a balanced run's
+    /// time: no other schedule could gain more than the margin.
+    #[default]
+    ImbalanceBound,
+    /// Every other schedule was eliminated as slower beyond the noise.
+    LastSurvivor,
+    /// The noise was small enough that the survivors tie: the cheapest won.
+    Resolved,
+    /// Every survivor had [`ROUNDS`] samples: the best median won.
+    Rounds,
+    /// The cost model let no other schedule run: their claims alone would
+    /// cost more than a small share of the loop (loops of microseconds).
+    Overhead,
+}
+
+impl SettledBy {
+    /// A short lower-case label for reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            SettledBy::ImbalanceBound => "imbalance bound",
+            SettledBy::LastSurvivor => "last survivor",
+            SettledBy::Resolved => "tie within noise",
+            SettledBy::Rounds => "best of all rounds",
+            SettledBy::Overhead => "others cost too much",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Explore,
@@ -137,6 +178,8 @@ pub struct KeelSel {
     imbalance_up: f64,
     /// Whether the winner ended round 1 through the imbalance bound.
     within_bound: bool,
+    /// Why the last search ended.
+    settled_by: SettledBy,
     /// In a search opened by the window rule: the incumbent and the
     /// imbalance fraction each of its samples is charged at least.
     charged: Option<(usize, f64)>,
@@ -145,6 +188,15 @@ pub struct KeelSel {
     recent_imbalance: [f64; IMBALANCE_WINDOW],
     recent_filled: usize,
     recent_next: usize,
+    // --- what a choice costs ---
+    /// Candidates the cost model lets run (bit `i`: portfolio index `i`;
+    /// STATIC always runs).
+    allowed: u16,
+    /// The explorations' spending against the loop's time.
+    budget: Budget,
+    /// Whether the last decision held the best schedule so far instead of
+    /// exploring (the budget was spent): its instance is not a sample.
+    holding: bool,
 }
 
 impl Default for KeelSel {
@@ -177,10 +229,14 @@ impl Default for KeelSel {
             imbalance_noise: NOISE_FLOOR,
             imbalance_up: 0.0,
             within_bound: false,
+            settled_by: SettledBy::default(),
             charged: None,
             recent_imbalance: [0.0; IMBALANCE_WINDOW],
             recent_filled: 0,
             recent_next: 0,
+            allowed: ALL,
+            budget: Budget::default(),
+            holding: false,
         }
     }
 }
@@ -191,6 +247,27 @@ impl KeelSel {
         Self::default()
     }
 
+    /// A fresh state whose explorations may spend `share` of the loop's
+    /// time beyond the best schedule known (`f64::INFINITY`: the search
+    /// runs as if it cost nothing, every round at once).
+    pub fn with_exploration_budget(share: f64) -> Self {
+        KeelSel {
+            budget: Budget::with_share(share),
+            ..Self::default()
+        }
+    }
+
+    /// A fresh state whose search measures schedule `first` first: a new
+    /// class of a loop's instances starts from what a neighbouring class
+    /// settled on, and ends at once if that one is within the imbalance
+    /// bound.
+    pub fn measuring_first(first: usize) -> Self {
+        KeelSel {
+            incumbent: Some(first.min(PORTFOLIO_LEN - 1)),
+            ..Self::default()
+        }
+    }
+
     /// The schedule the last exploration selected, once one has ended.
     pub fn winner(&self) -> Option<usize> {
         (self.mode == Mode::Exploit).then_some(self.winner)
@@ -199,6 +276,62 @@ impl KeelSel {
     /// Explorations started so far (the first one included).
     pub fn explorations(&self) -> u32 {
         self.explorations
+    }
+
+    /// Lets only the schedules in `allowed` (bit `i`: portfolio index `i`)
+    /// run from the next decision on: the cost model's verdict on what the
+    /// loop can afford. STATIC always may. A schedule taken out of a
+    /// search does not come back into it; the winner of a finished search
+    /// keeps running (it was measured).
+    pub fn restrict(&mut self, allowed: u16) {
+        self.allowed = (allowed & ALL) | 1;
+    }
+
+    /// The exploration budget's account.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Counts an instance that ran the exploited schedule unmeasured
+    /// (its time estimated by the context or the selector) into the
+    /// loop's total, which the exploration budget is a share of.
+    pub fn account_unmeasured(&mut self, seconds: f64) {
+        self.budget.add_instance(seconds);
+    }
+
+    /// The time per iteration (per instance when no iteration counts were
+    /// given) the loop takes under the schedule it settled on: the
+    /// exploited schedule's smoothed level, its median sample before any
+    /// exploited instance, or during a search the best median so far.
+    pub fn reference_rate(&self) -> Option<f64> {
+        match self.mode {
+            Mode::Exploit if self.exploited > 0 => Some(self.level.exp()),
+            Mode::Exploit => self.median_sample(self.winner),
+            Mode::Explore => self.provisional().and_then(|j| self.median_sample(j)),
+        }
+    }
+
+    /// Why the last search ended, once one has.
+    pub fn settled_by(&self) -> Option<SettledBy> {
+        (self.mode == Mode::Exploit).then_some(self.settled_by)
+    }
+
+    /// The median of schedule `j`'s samples in this search.
+    fn median_sample(&self, j: usize) -> Option<f64> {
+        let n = usize::from(self.counts[j]);
+        if n == 0 {
+            return None;
+        }
+        let mut s = self.samples[j];
+        Some(median_in_place(&mut s[..n]))
+    }
+
+    /// The sampled schedule with the smallest median sample in this search.
+    fn provisional(&self) -> Option<usize> {
+        (0..PORTFOLIO_LEN)
+            .filter_map(|j| self.median_sample(j).map(|m| (j, m)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(j, _)| j)
     }
 
     /// The robust relative noise scale of the exploited schedule's time:
@@ -228,6 +361,8 @@ impl KeelSel {
             explorations,
             incumbent: Some(incumbent),
             charged: charge.map(|g| (incumbent, g)),
+            allowed: self.allowed,
+            budget: self.budget,
             ..KeelSel::default()
         };
     }
@@ -393,34 +528,14 @@ impl KeelSel {
             .unwrap_or(0)
     }
 
-    fn exploit(&mut self, winner: usize, within_bound: bool) {
-        self.mode = Mode::Exploit;
-        self.winner = winner;
-        self.within_bound = within_bound;
-        self.exploited = 0;
-        self.filled = 0;
-        self.next_slot = 0;
-        self.up = 0.0;
-        self.down = 0.0;
-        self.imbalance_seen = 0;
-        self.imbalance_up = 0.0;
-        self.recent_filled = 0;
-        self.recent_next = 0;
-        let mut accepted = self.sample_imbalance[winner];
-        let n = usize::from(self.counts[winner]);
-        self.imbalance_base = if n == 0 {
-            0.0
-        } else {
-            median_in_place(&mut accepted[..n])
-        };
-        self.imbalance_noise = NOISE_FLOOR;
-    }
-
-    fn observe_exploration(&mut self, x: f64, lib: f64) {
+    fn observe_exploration(&mut self, x: f64, lib: f64, scale: f64) {
         if x <= 0.0 {
             // An empty instance says nothing about the schedule's time (and
             // a zero would break the ratios below): it is offered again.
             return;
+        }
+        if let Some(best) = self.provisional().and_then(|j| self.median_sample(j)) {
+            self.budget.charge((x - best) * scale);
         }
         let i = self.current;
         let g = (lib / 100.0).clamp(0.0, 1.0);
@@ -452,7 +567,7 @@ impl KeelSel {
                 .fold(0u16, |set, j| set | (1 << j));
             if balanced_set != 0 {
                 let winner = Self::cheapest_tie(balanced_set, first);
-                self.exploit(winner, true);
+                self.exploit(winner, SettledBy::ImbalanceBound);
                 return;
             }
         }
@@ -515,98 +630,48 @@ impl KeelSel {
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
             let scores = self.final_scores(self.active);
             let winner = Self::cheapest_tie(self.active, |j| scores[j]);
-            self.exploit(winner, false);
+            let settled_by = if self.active.count_ones() <= 1 {
+                SettledBy::LastSurvivor
+            } else if resolved {
+                SettledBy::Resolved
+            } else {
+                SettledBy::Rounds
+            };
+            self.exploit(winner, settled_by);
         } else {
             self.remaining = self.active;
         }
     }
+}
 
-    /// Watches the chosen schedule's imbalance fraction `g = LIB/100`;
-    /// returns whether it has lastingly risen above the accepted baseline.
-    fn imbalance_alarm(&mut self, g: f64) -> bool {
-        let warmup = WARMUP as usize;
-        if self.imbalance_seen < warmup {
-            self.warmup_imbalance[self.imbalance_seen] = g;
-            self.imbalance_seen += 1;
-            if self.imbalance_seen < warmup {
-                return false;
+impl KeelSel {
+    /// What a search decides before it samples: schedules the cost model
+    /// took out leave it (which may end a round, or the search), and a
+    /// spent budget holds the best schedule so far instead of sampling.
+    fn before_sampling(&mut self) -> Option<(usize, Phase)> {
+        let affordable = self.active & self.allowed;
+        if affordable != self.active {
+            self.active = affordable;
+            self.remaining &= affordable;
+            if self.active.count_ones() == 1 && self.counts[0] > 0 {
+                self.exploit(0, SettledBy::Overhead);
+            } else if self.remaining == 0 {
+                self.end_round();
             }
-            self.imbalance_noise = difference_noise(&self.warmup_imbalance);
-            let warmup_values = self.warmup_imbalance;
-            return warmup_values.iter().any(|&w| self.imbalance_cusum(w));
-        }
-        self.imbalance_cusum(g)
-    }
-
-    /// One step of the one-sided CUSUM of `g` above the accepted baseline.
-    fn imbalance_cusum(&mut self, g: f64) -> bool {
-        let sigma = self.imbalance_noise;
-        let allowance = (DRIFT_SIGMAS * sigma).max(MIN_SHIFT / 2.0);
-        let threshold = ALARM_SIGMAS * sigma;
-        let clip = allowance + threshold / CONFIRM_INSTANCES;
-        let excess = (g - self.imbalance_base).min(clip);
-        self.imbalance_up = (self.imbalance_up + excess - allowance).max(0.0);
-        self.imbalance_up > threshold
-    }
-
-    fn observe_exploitation(&mut self, x: f64, lib: f64) {
-        if x <= 0.0 {
-            // An empty instance says nothing about the schedule's time.
-            return;
-        }
-        let g = lib / 100.0;
-        self.recent_imbalance[self.recent_next] = g;
-        self.recent_next = (self.recent_next + 1) % IMBALANCE_WINDOW;
-        self.recent_filled = (self.recent_filled + 1).min(IMBALANCE_WINDOW);
-        if self.imbalance_alarm(g) {
-            self.start_exploration(None);
-            return;
-        }
-        if self.recent_filled == IMBALANCE_WINDOW {
-            let window = IMBALANCE_WINDOW as f64;
-            let mean_imbalance = self.recent_imbalance.iter().sum::<f64>() / window;
-            let questioned = if self.within_bound {
-                mean_imbalance > TIE_MARGIN
-            } else {
-                mean_imbalance - self.imbalance_base > MIN_SHIFT
-            };
-            if questioned {
-                self.start_exploration(Some(mean_imbalance));
-                return;
+            if self.mode == Mode::Exploit {
+                self.current = self.winner;
+                return Some((self.winner, Phase::Exploit));
             }
         }
-        let y = x.ln();
-        if self.exploited == 0 {
-            self.level = y;
-            self.trend = 0.0;
-            self.exploited = 1;
-            return;
+        let sampled = self.counts.iter().any(|&c| c > 0);
+        if sampled && self.budget.exhausted() {
+            if let Some(best) = self.provisional() {
+                self.holding = true;
+                self.current = best;
+                return Some((best, Phase::Provisional));
+            }
         }
-        let residual = y - (self.level + self.trend);
-        let sigma = self.noise();
-        // Outliers must not bend the level or the trend either.
-        let update = if self.filled >= 3 {
-            residual.clamp(-3.0 * sigma, 3.0 * sigma)
-        } else {
-            residual
-        };
-        self.level += self.trend + LEVEL_GAIN * update;
-        self.trend += LEVEL_GAIN * TREND_GAIN * update;
-        self.residuals[self.next_slot] = residual;
-        self.next_slot = (self.next_slot + 1) % NOISE_WINDOW;
-        self.filled = (self.filled + 1).min(NOISE_WINDOW);
-        self.exploited = self.exploited.saturating_add(1);
-        if self.exploited <= WARMUP {
-            return;
-        }
-        let allowance = (DRIFT_SIGMAS * sigma).max(MIN_SHIFT / 2.0);
-        let threshold = ALARM_SIGMAS * sigma;
-        let clip = allowance + threshold / CONFIRM_INSTANCES;
-        self.up = (self.up + residual.min(clip) - allowance).max(0.0);
-        self.down = (self.down + (-residual).min(clip) - allowance).max(0.0);
-        if self.up > threshold || self.down > threshold {
-            self.start_exploration(None);
-        }
+        None
     }
 }
 
@@ -618,6 +683,9 @@ impl Select for KeelSel {
                 (self.winner, Phase::Exploit)
             }
             Mode::Explore => {
+                if let Some(decision) = self.before_sampling() {
+                    return decision;
+                }
                 let set = self.remaining;
                 let incumbent_untried = self
                     .incumbent
@@ -642,56 +710,20 @@ impl Select for KeelSel {
     }
 
     fn observe(&mut self, measurement: &Measurement<'_>) {
-        let x = match measurement.iterations {
-            Some(n) if n > 0 => measurement.t_par / n as f64,
-            _ => measurement.t_par,
+        let scale = match measurement.iterations {
+            Some(n) if n > 0 => n as f64,
+            _ => 1.0,
         };
+        let x = measurement.t_par / scale;
+        self.budget.add_instance(measurement.t_par);
+        if std::mem::take(&mut self.holding) {
+            return;
+        }
         match self.mode {
-            Mode::Explore => self.observe_exploration(x, measurement.lib),
+            Mode::Explore => self.observe_exploration(x, measurement.lib, scale),
             Mode::Exploit => self.observe_exploitation(x, measurement.lib),
         }
     }
-}
-
-/// 1.4826 × the median of `abs_deviations` (reordered), raised by one
-/// standard error of that estimate (`× (1 + 1.17/√m)` for `m` values), so a
-/// short window cannot under-estimate the noise and make a detector
-/// trigger-happy. Both of `auto,keel`'s noise scales are this.
-fn robust_sigma(abs_deviations: &mut [f64]) -> f64 {
-    let inflation = 1.0 + MAD_RELATIVE_SD / (abs_deviations.len() as f64).sqrt();
-    // Selection, not a sort: this runs on the noise window at every
-    // exploited instance.
-    MAD_TO_SIGMA * crate::stats::median_unordered(abs_deviations) * inflation
-}
-
-/// A robust noise scale of a short series that may drift: the MAD of its
-/// successive differences (1.4826 × median |dᵢ − median d|) ÷ √2 (a
-/// difference of two independent samples has √2 times their deviation),
-/// raised by one standard error of the estimate, at least [`NOISE_FLOOR`].
-/// A linear drift shifts every difference alike and so drops out, where
-/// deviations from the series' median would count its whole range as noise.
-fn difference_noise(series: &[f64; WARMUP as usize]) -> f64 {
-    let mut diffs = [0.0; WARMUP as usize - 1];
-    for (d, pair) in diffs.iter_mut().zip(series.windows(2)) {
-        *d = pair[1] - pair[0];
-    }
-    noise_of_differences(&mut diffs)
-}
-
-/// The noise scale behind `differences` of pairs of samples (overwritten):
-/// 1.4826 × median |dᵢ − median d| ÷ √2, raised by one standard error of
-/// the estimate, at least [`NOISE_FLOOR`]. Centring on the median takes out
-/// a common drift; the median of the deviations, a few large differences
-/// (a level shift, a change of order).
-fn noise_of_differences(differences: &mut [f64]) -> f64 {
-    let mut scratch = [0.0; PORTFOLIO_LEN * ROUNDS];
-    let copy = &mut scratch[..differences.len()];
-    copy.copy_from_slice(differences);
-    let centre = crate::stats::median_unordered(copy);
-    for d in differences.iter_mut() {
-        *d = (*d - centre).abs();
-    }
-    (robust_sigma(differences) / std::f64::consts::SQRT_2).max(NOISE_FLOOR)
 }
 
 #[cfg(test)]

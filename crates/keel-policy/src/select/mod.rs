@@ -53,6 +53,7 @@
 //! assert_eq!(selector.record().instances(), 2);
 //! ```
 
+pub mod cost;
 pub mod exhaustive;
 pub mod expert;
 pub mod expert_chunk;
@@ -60,6 +61,7 @@ pub mod keel;
 pub mod membership;
 pub mod oracle;
 pub mod random;
+mod selector;
 mod setting;
 
 use std::fmt;
@@ -72,9 +74,10 @@ use crate::error::PolicyError;
 pub use exhaustive::ExhaustiveSel;
 pub use expert::ExpertSel;
 pub use expert_chunk::expert_chunk;
-pub use keel::KeelSel;
+pub use keel::{KeelSel, SettledBy};
 pub use oracle::{degradation_percent, LoopTimes};
 pub use random::RandomSel;
+pub use selector::{LoopSelector, SelectionCost};
 pub use setting::{parse_auto, parse_setting, AutoSpec, Method, Setting, METHOD_NAMES};
 
 /// Number of schedules in the Auto4OMP portfolio.
@@ -179,6 +182,9 @@ pub enum Phase {
     /// The spec pins every instance to one schedule ([`AutoSpec::pin`]):
     /// the method still runs, its choice is overridden.
     Pinned,
+    /// `auto,keel`'s exploration budget is spent: the best schedule found
+    /// so far runs while the loop's further instances refill it.
+    Provisional,
 }
 
 impl Phase {
@@ -200,6 +206,7 @@ impl Phase {
             Phase::Initial => "table-1",
             Phase::Adjust => "algorithm-1",
             Phase::Pinned => "pinned",
+            Phase::Provisional => "provisional",
         }
     }
 }
@@ -219,11 +226,19 @@ pub struct Choice {
     pub index: usize,
     /// The chunk parameter to plan with: the expert chunk when it is enabled
     /// and non-zero (it then takes the chunk parameter's place for every
-    /// schedule, STATIC included, as in Auto4OMP), else `None` (the
+    /// schedule, as in Auto4OMP; under `auto,keel` STATIC excepted, which
+    /// runs as one block per thread), raised to the cost model's smallest
+    /// affordable chunk ([`cost::LoopModel::min_chunk`]); else `None` (the
     /// schedule's default).
     pub chunk: Option<u64>,
     /// Why this schedule.
     pub phase: Phase,
+    /// Whether the context should measure this instance and hand the
+    /// measurement to [`LoopSelector::observe`]. An exploited choice on a
+    /// short loop is measured once in a few instances
+    /// ([`cost::LoopModel::measure_interval`]); the others run like the
+    /// fixed schedule, unrecorded.
+    pub measure: bool,
 }
 
 impl Choice {
@@ -361,111 +376,6 @@ pub fn portfolio() -> Vec<Box<dyn LoopSchedule>> {
                 .expect("every portfolio name is a registered schedule")
         })
         .collect()
-}
-
-/// The four method state machines, dispatched without boxing.
-#[derive(Debug)]
-enum Machine {
-    Keel(Box<KeelSel>),
-    Expert(ExpertSel),
-    Exhaustive(ExhaustiveSel),
-    Random(Box<RandomSel>),
-}
-
-impl Machine {
-    fn as_select(&mut self) -> &mut dyn Select {
-        match self {
-            Machine::Keel(m) => m.as_mut(),
-            Machine::Expert(m) => m,
-            Machine::Exhaustive(m) => m,
-            Machine::Random(m) => m.as_mut(),
-        }
-    }
-}
-
-/// One loop's selection state: a method's state machine, the expert chunk
-/// switch and the record of decisions. `Send`, so a context may keep it in a
-/// per-loop record behind a lock; it is not shared between loops.
-#[derive(Debug)]
-pub struct LoopSelector {
-    method: Method,
-    machine: Machine,
-    expert_chunk: bool,
-    pin: Option<usize>,
-    /// The choice made but not yet observed.
-    pending: Option<(usize, Phase)>,
-    record: Record,
-}
-
-impl LoopSelector {
-    /// A fresh selector for one loop (see [`AutoSpec::selector`]).
-    pub fn new(spec: &AutoSpec, stream: u64) -> Self {
-        let machine = match spec.method {
-            Method::Keel => Machine::Keel(Box::default()),
-            Method::Expert => Machine::Expert(ExpertSel::new()),
-            Method::Exhaustive => Machine::Exhaustive(ExhaustiveSel::new()),
-            Method::Random => Machine::Random(Box::new(RandomSel::new(spec.seed, stream))),
-        };
-        LoopSelector {
-            method: spec.method,
-            machine,
-            expert_chunk: spec.expert_chunk,
-            pin: spec.pin,
-            pending: None,
-            record: Record::with_capacity(spec.record_runs),
-        }
-    }
-
-    /// The method.
-    pub fn method(&self) -> Method {
-        self.method
-    }
-
-    /// The schedule for the next instance of this loop, which has
-    /// `iterations` iterations over `threads` threads. If the previous
-    /// choice was never observed (its measurement was lost), the same
-    /// schedule is returned again: nothing was learned.
-    pub fn choose(&mut self, iterations: u64, threads: usize) -> Choice {
-        let (index, phase) = match self.pending {
-            Some(pending) => pending,
-            None => self.machine.as_select().next(),
-        };
-        self.pending = Some((index, phase));
-        let (index, phase) = match self.pin {
-            Some(pinned) => (pinned, Phase::Pinned),
-            None => (index, phase),
-        };
-        let instance = self.record.instances();
-        self.record.push(index, phase);
-        let chunk = if self.expert_chunk {
-            expert_chunk(iterations, threads)
-        } else {
-            None
-        };
-        Choice {
-            instance,
-            index,
-            chunk,
-            phase,
-        }
-    }
-
-    /// The measurements of the instance [`LoopSelector::choose`] last chose
-    /// for. A measurement with no choice pending is ignored; a non-finite or
-    /// negative time or a LIB outside `[0, 100]` is a typed error and leaves
-    /// the choice pending.
-    pub fn observe(&mut self, measurement: &Measurement<'_>) -> Result<(), PolicyError> {
-        measurement.validate()?;
-        if self.pending.take().is_some() {
-            self.machine.as_select().observe(measurement);
-        }
-        Ok(())
-    }
-
-    /// The decisions so far.
-    pub fn record(&self) -> &Record {
-        &self.record
-    }
 }
 
 /// The median of `values` (the mean of the middle two for an even count),

@@ -151,7 +151,8 @@ fn choices_carry_the_expert_chunk_when_enabled() {
             instance: 0,
             index: 0,
             chunk: Some(48),
-            phase: Phase::First
+            phase: Phase::First,
+            measure: true
         }
     );
     assert_eq!(choice.name(), "static");

@@ -14,6 +14,12 @@ const B_TIMES: [f64; 12] = [
 ];
 const B_LIBS: [f64; 12] = [20.0, 3.0, 4.0, 3.0, 3.0, 3.0, 12.0, 4.0, 4.0, 4.0, 4.0, 3.0];
 
+/// The search as if it cost nothing: these tests check its mechanism;
+/// the budget's own tests are in `tests_budget.rs`.
+fn unbudgeted() -> KeelSel {
+    KeelSel::with_exploration_budget(f64::INFINITY)
+}
+
 fn exploit_start(choices_phases: &[(usize, Phase)]) -> usize {
     choices_phases
         .iter()
@@ -57,7 +63,7 @@ fn golden_constants() {
 
 #[test]
 fn noise_free_elimination_step_by_step() {
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.0, 0);
     let steps = run(&mut sel, &mut fake, 40);
     // Round 1: every schedule once, upwards.
@@ -78,7 +84,7 @@ fn noise_free_elimination_step_by_step() {
 #[test]
 fn converges_to_the_best_under_noise() {
     for seed in 0..10 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.03, seed);
         let steps = run(&mut sel, &mut fake, 400);
         let start = exploit_start(&steps);
@@ -102,7 +108,7 @@ fn exploration_cost_is_bounded() {
         .sum();
     let bound = excess + (ROUNDS - 1) as f64 * near;
     for seed in 0..10 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.04, seed);
         let out = drive(&mut sel, &mut fake, 500);
         assert!(out.regret <= bound, "seed {seed}: {} > {bound}", out.regret);
@@ -114,7 +120,7 @@ fn exploration_cost_is_bounded() {
 #[test]
 fn no_re_exploration_under_pure_noise() {
     for seed in 0..8 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.05, 100 + seed);
         fake.spike = (0.01, 2.0);
         run(&mut sel, &mut fake, 3000);
@@ -125,7 +131,7 @@ fn no_re_exploration_under_pure_noise() {
 #[test]
 fn a_slow_drift_is_followed_not_flagged() {
     for seed in 0..4 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.03, 200 + seed);
         // +0.3 % per instance: ×2.5 over the run.
         fake.drift = 1.003;
@@ -139,7 +145,7 @@ fn a_slow_drift_is_followed_not_flagged() {
 fn re_explores_after_the_best_schedule_changes() {
     let mut exact = 0;
     for seed in 0..8 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.04, 300 + seed).then(200, B_TIMES, B_LIBS);
         fake.spike = (0.01, 1.8);
         let steps = run(&mut sel, &mut fake, 400);
@@ -164,7 +170,7 @@ fn re_explores_after_the_best_schedule_changes() {
 #[test]
 fn beats_manual_best_when_the_best_schedule_changes() {
     for seed in 0..5 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.04, 400 + seed).then(300, B_TIMES, B_LIBS);
         let out = drive(&mut sel, &mut fake, 600);
         let (fixed, manual) = manual_best(&fake, 600);
@@ -185,7 +191,7 @@ fn a_balanced_loop_settles_on_static_after_one_instance() {
     ];
     let mut libs = [1.0; 12];
     libs[0] = 0.8;
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(times, libs, 0.005, 9);
     let steps = run(&mut sel, &mut fake, 200);
     assert_eq!(steps[0], (0, Phase::Explore));
@@ -199,7 +205,7 @@ fn ties_go_to_the_cheaper_schedule() {
     ];
     let mut libs = [5.0; 12];
     libs[0] = 20.0;
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(times, libs, 0.0, 0);
     let steps = run(&mut sel, &mut fake, 60);
     // Round 1 drops STATIC (1.2 > 1.02); with no noise the other eleven
@@ -211,7 +217,7 @@ fn ties_go_to_the_cheaper_schedule() {
 #[test]
 fn times_are_compared_per_iteration_when_n_changes() {
     // One call site run twice per step: 20 000 and 1 000 000 iterations.
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.03, 77);
     for k in 0..600u64 {
         let n = if k % 2 == 0 { 20_000 } else { 1_000_000 };
@@ -226,7 +232,7 @@ fn times_are_compared_per_iteration_when_n_changes() {
 
 #[test]
 fn a_single_outlier_never_raises_the_alarm() {
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.0, 0);
     run(&mut sel, &mut fake, 60);
     for spike in [3.0, 10.0, 100.0, 0.01] {
@@ -272,7 +278,7 @@ fn growing_imbalance_at_a_level_time_re_explores() {
     let mut later_libs = first_libs;
     later_libs[0] = 15.0;
     for seed in 0..5 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake =
             FakeLoop::new(first, first_libs, 0.01, 700 + seed).then(100, later, later_libs);
         let steps = run(&mut sel, &mut fake, 300);
@@ -295,7 +301,7 @@ fn an_imbalance_the_exploration_accepted_never_re_triggers() {
     times[6] = 0.9;
     let libs = [20.0; 12];
     for seed in 0..5 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(times, libs, 0.03, 800 + seed);
         run(&mut sel, &mut fake, 500);
         assert_eq!(sel.explorations(), 1, "seed {seed}");
@@ -316,7 +322,7 @@ fn a_re_exploration_measures_the_incumbent_first() {
     libs[2] = 0.5;
     let heavier = times.map(|t| 1.5 * t);
     for seed in 0..5 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(times, libs, 0.01, 900 + seed).then(150, heavier, libs);
         let steps = run(&mut sel, &mut fake, 300);
         assert_eq!(sel.winner(), Some(2), "seed {seed}");
@@ -350,7 +356,7 @@ fn imbalance_drifting_up_from_the_start_re_explores_early() {
         1.0, 1.05, 1.06, 1.06, 1.06, 1.08, 1.07, 1.1, 1.1, 1.1, 1.1, 1.12,
     ];
     for seed in 0..5u64 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake = FakeLoop::new(times, [1.0; 12], 0.01, 1000 + seed);
         let mut first_exploit = None;
         let mut reopened = None;
@@ -437,7 +443,7 @@ impl Bursts {
     /// stays, and the run stays within 2 % of running ss throughout.
     fn assert_static_is_left_for_ss(&self, first_seed: u64) {
         for seed in first_seed..first_seed + 5 {
-            let mut sel = KeelSel::new();
+            let mut sel = unbudgeted();
             let (steps, total) = self.drive(&mut sel, 300, seed);
             assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
             let reopened = steps
@@ -500,7 +506,7 @@ fn a_window_alarm_right_after_a_level_shift_measures_the_incumbent_afresh() {
     for seed in 0..5 {
         let mut fake =
             FakeLoop::new(a_times, [0.5; 12], 0.01, 2200 + seed).then(40, b_times, b_libs);
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let steps = run(&mut sel, &mut fake, 120);
         assert_eq!(steps[1], (0, Phase::Exploit), "seed {seed}");
         let reopened = steps
@@ -531,9 +537,9 @@ fn a_loop_whose_time_climbs_every_instance_ends_its_search_like_a_steady_one() {
         let mut steady = FakeLoop::new(times, [3.0; 12], 0.01, 2300 + seed);
         let mut climbing = FakeLoop::new(times, [3.0; 12], 0.01, 2300 + seed);
         climbing.drift = 1.01;
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let steady_start = exploit_start(&run(&mut sel, &mut steady, 200));
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let climbing_steps = run(&mut sel, &mut climbing, 200);
         let climbing_start = exploit_start(&climbing_steps);
         assert!(steady_start <= 12 + 4 * 11, "seed {seed}: {steady_start}");
@@ -549,7 +555,7 @@ fn a_loop_whose_time_climbs_every_instance_ends_its_search_like_a_steady_one() {
 
 #[test]
 fn an_empty_instance_in_an_exploration_is_not_a_sample() {
-    let mut sel = KeelSel::new();
+    let mut sel = unbudgeted();
     let mut fake = FakeLoop::new(A_TIMES, A_LIBS, 0.0, 0);
     let mut choices = Vec::new();
     for k in 0..40 {
@@ -585,7 +591,7 @@ fn a_search_that_a_phase_change_overtakes_ends_on_the_new_phase() {
     after_libs[0] = 40.0;
     let mut overtaken = 0;
     for seed in 0..10 {
-        let mut sel = KeelSel::new();
+        let mut sel = unbudgeted();
         let mut fake =
             FakeLoop::new(before, [3.0; 12], 0.02, 2700 + seed).then(24, after, after_libs);
         let steps = run(&mut sel, &mut fake, 40);
