@@ -15,6 +15,12 @@
 //! | [`sphynx`](Sphynx) | 3 (`density` twice: short, long; `forces`) | neighbour counts peak in a region that drifts across the particles |
 //! | [`gromacs`](Gromacs) | 1 | none by design: a balanced, memory-bound stream (the selection's cost shows) |
 //! | [`phase-change`](PhaseChange) | 1 | fine uniform iterations for half the run, then a heavy head: the best schedule changes |
+//! | [`stream`](Stream) | 1 | none by design: a STREAM triad, one iteration per element (2·10⁶), memory-bound; per-chunk costs show |
+//! | [`triangular`](Triangular) | 1 | iteration `i` of `n` costs `n − i`: `static`'s first half holds ¾ of the work |
+//! | [`wavefront`](Wavefront) | 2m − 1 (`diagonal`) | none within an instance; one loop whose iteration count climbs 1 … m and falls back every step |
+//! | [`short-balanced`](ShortBalanced) | 200 (`short`) | none by design: instances of about 10 µs, so per-instance and per-chunk costs are the difference |
+//! | [`sparse`](Sparse) | 1 | SpMV rows of power-law lengths (fixed-seed draws): a few heavy rows scattered among light ones |
+//! | [`multi-loop`](MultiLoop) | 3 (`mandel`, `tasks`, `triad`) | contiguous heavy Mandelbrot rows, Pareto task costs, a balanced triad: each loop its own best schedule |
 //!
 //! Every parameter has a fixed default, chosen before any selection goal was
 //! measured and pinned by the golden tests of each file; the bench runs the
@@ -34,14 +40,26 @@
 mod gromacs;
 mod lavamd_steps;
 mod mandelbrot_zoom;
+mod multi_loop;
 mod phase_change;
+mod short_balanced;
+mod sparse;
 mod sphynx;
+mod stream;
+mod triangular;
+mod wavefront;
 
 pub use gromacs::Gromacs;
 pub use lavamd_steps::LavaMdSteps;
 pub use mandelbrot_zoom::MandelbrotZoom;
+pub use multi_loop::MultiLoop;
 pub use phase_change::PhaseChange;
+pub use short_balanced::ShortBalanced;
+pub use sparse::Sparse;
 pub use sphynx::Sphynx;
+pub use stream::Stream;
+pub use triangular::Triangular;
+pub use wavefront::Wavefront;
 
 use keel_policy::Spec;
 
@@ -95,7 +113,7 @@ pub struct SteppedGenerator {
     build: fn(&Spec) -> Result<Box<dyn SteppedWorkload>, WorkloadError>,
 }
 
-static STEPPED: [SteppedGenerator; 5] = [
+static STEPPED: [SteppedGenerator; 11] = [
     SteppedGenerator {
         name: MandelbrotZoom::NAME,
         summary: "Mandelbrot per column, zooming into seahorse valley by a fixed factor per step",
@@ -120,6 +138,36 @@ static STEPPED: [SteppedGenerator; 5] = [
         name: PhaseChange::NAME,
         summary: "uniform fine-grained iterations, then a heavy head: the best schedule changes mid-run",
         build: |s| Ok(Box::new(PhaseChange::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: Stream::NAME,
+        summary: "STREAM triad a = b + s c, one iteration per element (2,000,000): balanced, memory-bound",
+        build: |s| Ok(Box::new(Stream::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: Triangular::NAME,
+        summary: "iteration i of n costs n - i units of dependent multiply-adds",
+        build: |s| Ok(Box::new(Triangular::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: Wavefront::NAME,
+        summary: "anti-diagonal sweep of an m x m grid: one loop call per diagonal, 1 .. m .. 1 cells",
+        build: |s| Ok(Box::new(Wavefront::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: ShortBalanced::NAME,
+        summary: "hundreds of short balanced loop calls per step (about 10 us each on 2 threads)",
+        build: |s| Ok(Box::new(ShortBalanced::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: Sparse::NAME,
+        summary: "SpMV over CSR rows of power-law lengths (fixed-seed Pareto draws)",
+        build: |s| Ok(Box::new(Sparse::from_spec(s)?)),
+    },
+    SteppedGenerator {
+        name: MultiLoop::NAME,
+        summary: "three loops per step: Mandelbrot rows (heavy first), Pareto-cost tasks, a balanced triad",
+        build: |s| Ok(Box::new(MultiLoop::from_spec(s)?)),
     },
 ];
 
@@ -167,7 +215,13 @@ mod tests {
                 "lavamd-steps",
                 "sphynx",
                 "gromacs",
-                "phase-change"
+                "phase-change",
+                "stream",
+                "triangular",
+                "wavefront",
+                "short-balanced",
+                "sparse",
+                "multi-loop"
             ]
         );
         assert!(matches!(
@@ -179,8 +233,16 @@ mod tests {
             let again = stepped_workload(&w.spec()).unwrap();
             assert_eq!(w.spec(), again.spec());
             assert!(w.steps() >= 100, "{name}: {} steps", w.steps());
-            for step in [0, w.steps() - 1] {
-                assert!(!w.calls(step).is_empty());
+            // Every call of every step has iterations: a loop of none runs
+            // nothing, yet it would count as an instance of its loop in a
+            // selection's record and in the bench's per-instance times.
+            for step in 0..w.steps() {
+                let calls = w.calls(step);
+                assert!(!calls.is_empty(), "{name}, step {step}");
+                assert!(
+                    calls.iter().all(|c| c.iterations > 0),
+                    "{name}, step {step}: {calls:?}"
+                );
             }
             assert!(matches!(
                 stepped_workload(&format!("{name}:bogus=1")),
@@ -192,8 +254,9 @@ mod tests {
             stepped_generators()
                 .iter()
                 .filter(|g| stepped_workload(g.name).unwrap().balanced())
-                .count(),
-            1
+                .map(|g| g.name)
+                .collect::<Vec<_>>(),
+            ["gromacs", "stream", "wavefront", "short-balanced"]
         );
     }
 
