@@ -1,19 +1,24 @@
 //! `keel omp bench`: the drop-in OpenMP goals as a benchmark. C programs
 //! with `schedule(runtime)` loops (shipped in `crates/keel-omp/bench`) are
 //! compiled with `gcc -fopenmp -O2` (libgomp) or `clang -fopenmp -O2`
-//! (LLVM's libomp) into a private temporary folder and run, one process
+//! (LLVM's libomp), or their Fortran versions with `gfortran -fopenmp -O2`
+//! (libgomp), into a private temporary folder and run, one process
 //! per configuration and round, in an order that rotates from round to
 //! round: the OpenMP runtime's own schedules (`OMP_SCHEDULE`, no preload)
 //! and Keel's (`libkeel_omp.so` preloaded, `KEEL_SCHEDULE`). Each
 //! program prints the time inside its loops and a checksum that every
 //! configuration must reproduce (an iteration run twice or skipped changes
-//! it). Ratios are medians of paired per-round ratios with their 95 %
-//! interval (docs/conventions.md, Measuring).
+//! it); the `unseen` workloads also print each loop's time, and their goals
+//! are per loop (`per_loop.rs`). Ratios are medians of paired per-round
+//! ratios with their 95 % interval (docs/conventions.md, Measuring).
 
+mod per_loop;
 mod programs;
 mod summary;
 mod table;
+mod unseen;
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,19 +40,24 @@ pub struct BenchArgs {
     /// more for 95 % intervals) [default: 9, or 2 with --quick].
     #[arg(long)]
     pub rounds: Option<usize>,
-    /// Run only these workloads (comma-separated): mandelbrot-zoom,
-    /// lavamd-steps, balanced, short-loops (default: all).
+    /// Run these workloads (comma-separated): mandelbrot-zoom,
+    /// lavamd-steps, balanced, short-loops (the default: these four);
+    /// stream, triangular, wavefront, short-balanced, sparse, phase-shift,
+    /// multi-loop (`unseen`: all seven, measured loop by loop); `all`:
+    /// the eleven.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub workloads: Vec<String>,
     /// OpenMP threads (`OMP_NUM_THREADS`).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
     /// The compiler of the programs, which chooses the OpenMP runtime
-    /// their loops run on: gcc (libgomp) or clang (LLVM's libomp).
+    /// their loops run on: gcc (libgomp), clang (LLVM's libomp) or
+    /// gfortran (libgomp; the workloads with a Fortran version).
     #[arg(long, value_enum, default_value_t = Compiler::Gcc)]
     pub compiler: Compiler,
     /// A demonstration of the table's form: two steps per program (the
-    /// short loops: 1000 instances) and 2 rounds unless --rounds is given.
+    /// short loops: 1000 instances, the short balanced ones 200, the
+    /// wavefront one sweep) and 2 rounds unless --rounds is given.
     #[arg(long)]
     pub quick: bool,
     /// The preload library (default: `libkeel_omp.so` next to this
@@ -71,6 +81,8 @@ pub enum Compiler {
     Gcc,
     /// `clang -fopenmp`: LLVM's libomp.
     Clang,
+    /// `gfortran -fopenmp`: GCC's libgomp, running the Fortran versions.
+    Gfortran,
 }
 
 impl Compiler {
@@ -79,13 +91,14 @@ impl Compiler {
         match self {
             Compiler::Gcc => "gcc",
             Compiler::Clang => "clang",
+            Compiler::Gfortran => "gfortran",
         }
     }
 
     /// The OpenMP runtime its `-fopenmp` links.
     pub fn runtime(self) -> &'static str {
         match self {
-            Compiler::Gcc => "libgomp",
+            Compiler::Gcc | Compiler::Gfortran => "libgomp",
             Compiler::Clang => "libomp",
         }
     }
@@ -95,21 +108,21 @@ impl Compiler {
     /// `dynamic,1`, libomp's as `static` (`kmp_sch_default`).
     pub fn default_schedule(self) -> &'static str {
         match self {
-            Compiler::Gcc => "dynamic,1",
+            Compiler::Gcc | Compiler::Gfortran => "dynamic,1",
             Compiler::Clang => "static",
         }
     }
 }
 
 /// Who runs a program's `schedule(runtime)` loops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "runtime", content = "schedule", rename_all = "snake_case")]
 pub enum Runtime {
     /// The OpenMP runtime alone (libgomp or libomp), with `OMP_SCHEDULE`
     /// set to this (unset: `None`, the runtime's default).
-    Native(Option<&'static str>),
+    Native(Option<Cow<'static, str>>),
     /// The runtime with `libkeel_omp.so` preloaded and `KEEL_SCHEDULE` set.
-    Keel(&'static str),
+    Keel(Cow<'static, str>),
 }
 
 impl Runtime {
@@ -124,40 +137,78 @@ impl Runtime {
     }
 }
 
+const fn native(schedule: &'static str) -> Runtime {
+    Runtime::Native(Some(Cow::Borrowed(schedule)))
+}
+
+const fn keel(schedule: &'static str) -> Runtime {
+    Runtime::Keel(Cow::Borrowed(schedule))
+}
+
 /// The runtime's fixed schedules the goals compare with.
-const NATIVE_FIXED: [Runtime; 3] = [
-    Runtime::Native(Some("static")),
-    Runtime::Native(Some("dynamic")),
-    Runtime::Native(Some("guided")),
-];
+static NATIVE_FIXED: [Runtime; 3] = [native("static"), native("dynamic"), native("guided")];
 
 /// Keel's fixed schedules Oracle chooses from: OpenMP's three and the
 /// adaptive subset of the portfolio chosen before measuring (AF and
 /// AWF-B, the adaptive families `auto` selects among most often).
-const KEEL_FIXED: [Runtime; 5] = [
-    Runtime::Keel("static"),
-    Runtime::Keel("dynamic"),
-    Runtime::Keel("guided"),
-    Runtime::Keel("af"),
-    Runtime::Keel("awf-b"),
+static KEEL_FIXED: [Runtime; 5] = [
+    keel("static"),
+    keel("dynamic"),
+    keel("guided"),
+    keel("af"),
+    keel("awf-b"),
 ];
 
-const NATIVE_DEFAULT: Runtime = Runtime::Native(None);
-const KEEL_AUTO: Runtime = Runtime::Keel("auto");
+static NATIVE_DEFAULT: Runtime = Runtime::Native(None);
+static KEEL_AUTO: Runtime = keel("auto");
 
-/// The configurations a workload runs under.
-fn configurations(workload: &str) -> Vec<Runtime> {
-    match workload {
-        "balanced" => vec![NATIVE_FIXED[0], KEEL_FIXED[0]],
-        "short-loops" => vec![NATIVE_FIXED[1], KEEL_FIXED[1]],
+/// The configurations a workload runs under: for the `unseen` workloads
+/// also the runtime's `dynamic,k`, `k` from the program's largest loop
+/// instance and the thread count (`unseen::chunk`).
+fn configurations(program: &Program, threads: usize) -> Vec<Runtime> {
+    match program.name {
+        "balanced" => vec![NATIVE_FIXED[0].clone(), KEEL_FIXED[0].clone()],
+        "short-loops" => vec![NATIVE_FIXED[1].clone(), KEEL_FIXED[1].clone()],
         _ => {
             let mut all = NATIVE_FIXED.to_vec();
-            all.push(NATIVE_DEFAULT);
-            all.extend(KEEL_FIXED);
-            all.push(KEEL_AUTO);
+            if let Some(largest) = program.largest_instance {
+                let k = unseen::chunk(largest, threads);
+                all.insert(2, Runtime::Native(Some(format!("dynamic,{k}").into())));
+            }
+            all.push(NATIVE_DEFAULT.clone());
+            all.extend(KEEL_FIXED.iter().cloned());
+            all.push(KEEL_AUTO.clone());
             all
         }
     }
+}
+
+/// The workloads `--workloads` names, in report order: the original four
+/// when none is named, `unseen` standing for the seven others and `all`
+/// for the eleven.
+fn chosen_workloads(names: &[String]) -> Result<Vec<&'static str>, CliError> {
+    let every: Vec<&'static str> = programs::WORKLOADS
+        .iter()
+        .chain(&unseen::WORKLOADS)
+        .copied()
+        .collect();
+    if names.is_empty() {
+        return Ok(programs::WORKLOADS.to_vec());
+    }
+    for name in names {
+        if !(name == "all" || name == "unseen" || every.contains(&name.as_str())) {
+            return Err(CliError::Usage(format!(
+                "--workloads: unknown workload `{name}`; valid: {}, or unseen (the last seven), or all",
+                every.join(", ")
+            )));
+        }
+    }
+    let asked = |w: &str| {
+        names
+            .iter()
+            .any(|n| n == w || n == "all" || (n == "unseen" && unseen::WORKLOADS.contains(&w)))
+    };
+    Ok(every.into_iter().filter(|w| asked(w)).collect())
 }
 
 /// One configuration's times.
@@ -173,6 +224,21 @@ pub struct ConfigReport {
     pub median: f64,
     /// Paired per-round ratio to the workload's reference.
     pub ratio: Option<Ratio>,
+    /// Each loop's times, for the programs that time their loops one by
+    /// one (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<LoopTimes>,
+}
+
+/// One loop's times under one configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoopTimes {
+    /// The loop's name.
+    pub name: String,
+    /// Seconds per round.
+    pub seconds: Vec<f64>,
+    /// Their median.
+    pub median: f64,
 }
 
 /// One workload's results.
@@ -191,6 +257,10 @@ pub struct WorkloadReport {
     /// Oracle held out per round (for the workloads with Keel's fixed
     /// schedules), and the schedule it chose in each round.
     pub oracle_held_out: Option<OracleReport>,
+    /// Per loop, for the programs that time their loops: each loop's best
+    /// fixed configuration and `auto` against it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_loop: Option<per_loop::PerLoopReport>,
     /// The goals.
     pub goals: Vec<Goal>,
 }
@@ -219,6 +289,18 @@ pub struct BenchReport {
     pub rounds: usize,
     /// The workloads.
     pub workloads: Vec<WorkloadReport>,
+    /// The workloads asked for and not run, and why (under gfortran, those
+    /// without a Fortran version).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A workload not run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    /// Its name.
+    pub workload: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// `keel omp bench`.
@@ -235,18 +317,31 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
             args.threads
         )));
     }
-    for name in &args.workloads {
-        if !programs::WORKLOADS.contains(&name.as_str()) {
-            return Err(CliError::Usage(format!(
-                "--workloads: unknown workload `{name}`; valid: {}",
-                programs::WORKLOADS.join(", ")
-            )));
-        }
-    }
-    let programs: Vec<Program> = programs::programs(args.quick)?
+    let chosen = chosen_workloads(&args.workloads)?;
+    let (programs, skipped): (Vec<Program>, Vec<Program>) = programs::programs(args.quick)?
         .into_iter()
-        .filter(|p| args.workloads.is_empty() || args.workloads.iter().any(|w| w == p.name))
+        .chain(unseen::programs(args.quick))
+        .filter(|p| chosen.contains(&p.name))
+        .partition(|p| args.compiler != Compiler::Gfortran || p.fortran.is_some());
+    let skipped: Vec<Skipped> = skipped
+        .into_iter()
+        .map(|p| Skipped {
+            workload: p.name.to_string(),
+            reason: format!("no Fortran version of {}.c", p.stem),
+        })
         .collect();
+    if programs.is_empty() {
+        let fortran: Vec<&str> = programs::programs(false)?
+            .into_iter()
+            .chain(unseen::programs(false))
+            .filter(|p| p.fortran.is_some())
+            .map(|p| p.name)
+            .collect();
+        return Err(CliError::Usage(format!(
+            "--compiler gfortran: none of the workloads asked has a Fortran version; those that do: {}",
+            fortran.join(", ")
+        )));
+    }
     let library = crate::omp::library(args.library.as_deref())?;
     // A private folder (mode 0700, unpredictable name): the benchmark may
     // run as root, and the executables it runs must be the ones it built.
@@ -257,19 +352,22 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let native = args.compiler.runtime();
     let total: usize = programs
         .iter()
-        .map(|p| configurations(p.name).len() * rounds)
+        .map(|p| configurations(p, args.threads).len() * rounds)
         .sum();
     let bar = progress::bar(total as u64, "omp bench", args.quiet);
     let mut workloads = Vec::new();
     for (program, exe) in programs.iter().zip(&executables) {
-        let configs = configurations(program.name);
+        let configs = configurations(program, args.threads);
         let mut times = vec![Vec::with_capacity(rounds); configs.len()];
+        // [config][loop][round], the loops named by the first run.
+        let mut loop_names: Option<Vec<String>> = None;
+        let mut loop_times: Vec<Vec<Vec<f64>>> = vec![Vec::new(); configs.len()];
         let mut checksum = None;
         for round in 0..rounds {
             for k in 0..configs.len() {
                 let c = (round + k) % configs.len();
                 bar.set_message(format!("{} {}", program.name, configs[c].name(native)));
-                let got = run_once(exe, program, configs[c], args.threads, &library, native)?;
+                let got = run_once(exe, program, &configs[c], args.threads, &library, native)?;
                 match checksum {
                     None => checksum = Some(got.checksum),
                     Some(sum) if sum != got.checksum => {
@@ -282,6 +380,19 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
                     }
                     Some(_) => {}
                 }
+                let names: Vec<String> = got.loops.iter().map(|(n, _)| n.clone()).collect();
+                let expected = loop_names.get_or_insert_with(|| names.clone());
+                if *expected != names {
+                    return Err(CliError::Runtime(format!(
+                        "{} under {}: printed loops {names:?}, another run {expected:?}",
+                        program.name,
+                        configs[c].name(native)
+                    )));
+                }
+                loop_times[c].resize(names.len(), Vec::with_capacity(rounds));
+                for (l, (_, seconds)) in got.loops.iter().enumerate() {
+                    loop_times[c][l].push(*seconds);
+                }
                 times[c].push(got.seconds);
                 bar.inc(1);
             }
@@ -290,6 +401,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
             program,
             &configs,
             &times,
+            (loop_names.as_deref().unwrap_or(&[]), &loop_times),
             checksum.unwrap_or(0),
             args.compiler,
         ));
@@ -301,6 +413,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
         threads: args.threads,
         rounds,
         workloads,
+        skipped,
     };
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
@@ -315,7 +428,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
 fn run_once(
     exe: &Path,
     program: &Program,
-    runtime: Runtime,
+    runtime: &Runtime,
     threads: usize,
     library: &Path,
     native: &str,
@@ -341,11 +454,13 @@ fn run_once(
     }
     match runtime {
         Runtime::Native(Some(s)) => {
-            command.env("OMP_SCHEDULE", s);
+            command.env("OMP_SCHEDULE", s.as_ref());
         }
         Runtime::Native(None) => {}
         Runtime::Keel(s) => {
-            command.env("LD_PRELOAD", library).env("KEEL_SCHEDULE", s);
+            command
+                .env("LD_PRELOAD", library)
+                .env("KEEL_SCHEDULE", s.as_ref());
         }
     }
     let what = format!("{} under {}", program.name, runtime.name(native));
@@ -411,18 +526,21 @@ fn output_within(command: &mut Command, limit: Duration) -> Result<std::process:
     })
 }
 
-/// Medians, ratios, Oracle and goals of one workload.
+/// Medians, ratios, Oracle and goals of one workload; `loops` holds the
+/// loops' names and their times `[config][loop][round]` (none for the
+/// programs that do not time their loops).
 fn summarise(
     program: &Program,
     configs: &[Runtime],
     times: &[Vec<f64>],
+    loops: (&[String], &[Vec<Vec<f64>>]),
     checksum: u64,
     compiler: Compiler,
 ) -> WorkloadReport {
     let native = compiler.runtime();
-    let find = |r: Runtime| configs.iter().position(|&c| c == r);
+    let find = |r: &Runtime| configs.iter().position(|c| c == r);
     let median = |t: &[f64]| keel_policy::stats::median_of(t).unwrap_or(f64::NAN);
-    let fixed: Vec<usize> = KEEL_FIXED.iter().filter_map(|&r| find(r)).collect();
+    let fixed: Vec<usize> = KEEL_FIXED.iter().filter_map(find).collect();
     let oracle = (fixed.len() == KEEL_FIXED.len())
         .then(|| {
             let tables: Vec<&[f64]> = fixed.iter().map(|&k| times[k].as_slice()).collect();
@@ -443,32 +561,65 @@ fn summarise(
         Some(o) => ("Oracle held out".to_string(), o.seconds.clone()),
         None => (configs[0].name(native), times[0].clone()),
     };
+    let (loop_names, loop_times) = loops;
     let config_reports = configs
         .iter()
         .zip(times)
-        .map(|(c, t)| ConfigReport {
+        .zip(loop_times)
+        .map(|((c, t), per_loop)| ConfigReport {
             name: c.name(native),
-            runtime: *c,
+            runtime: c.clone(),
             seconds: t.clone(),
             median: median(t),
             ratio: Ratio::paired(t, &reference),
+            loops: loop_names
+                .iter()
+                .zip(per_loop)
+                .map(|(name, seconds)| LoopTimes {
+                    name: name.clone(),
+                    median: median(seconds),
+                    seconds: seconds.clone(),
+                })
+                .collect(),
         })
         .collect();
-    let ratio = |a: Runtime, b: Runtime| Ratio::paired(&times[find(a)?], &times[find(b)?]);
+    let ratio = |a: &Runtime, b: &Runtime| Ratio::paired(&times[find(a)?], &times[find(b)?]);
     let mut goals = Vec::new();
+    let mut per_loop_report = None;
     match program.name {
+        _ if program.largest_instance.is_some() => {
+            // Every fixed configuration, the runtime's and Keel's: all but
+            // auto.
+            let names: Vec<String> = configs.iter().map(|c| c.name(native)).collect();
+            let auto = find(&KEEL_AUTO);
+            let fixed: Vec<usize> = (0..configs.len()).filter(|&k| Some(k) != auto).collect();
+            if let Some((report, loop_goals)) = per_loop::summarise(
+                &per_loop::Times {
+                    configs: &names,
+                    loops: loop_names,
+                    whole: times,
+                    per_loop: loop_times,
+                },
+                &fixed,
+                auto,
+                find(&NATIVE_FIXED[0]),
+            ) {
+                per_loop_report = Some(report);
+                goals = loop_goals;
+            }
+        }
         "balanced" => goals.push(summary::at_most(
             format!("keel static (preloaded) within 2 % of {native} static"),
-            ratio(KEEL_FIXED[0], NATIVE_FIXED[0]),
+            ratio(&KEEL_FIXED[0], &NATIVE_FIXED[0]),
             1.02,
         )),
         "short-loops" => goals.push(summary::at_most(
             format!("keel dynamic (preloaded) at most 1.2x {native} dynamic"),
-            ratio(KEEL_FIXED[1], NATIVE_FIXED[1]),
+            ratio(&KEEL_FIXED[1], &NATIVE_FIXED[1]),
             1.2,
         )),
         _ => {
-            let auto = find(KEEL_AUTO).map(|k| times[k].as_slice());
+            let auto = find(&KEEL_AUTO).map(|k| times[k].as_slice());
             goals.push(summary::at_most(
                 "keel auto within 3 % of Oracle held out".into(),
                 auto.zip(oracle.as_ref())
@@ -477,7 +628,7 @@ fn summarise(
             ));
             let best = NATIVE_FIXED
                 .iter()
-                .filter_map(|&r| Some((r, median(&times[find(r)?]))))
+                .filter_map(|r| Some((r, median(&times[find(r)?]))))
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|(r, _)| r);
             if let Some(best) = best {
@@ -486,7 +637,7 @@ fn summarise(
                         "keel auto no slower than {native}'s best fixed ({}) beyond noise",
                         best.name(native)
                     ),
-                    ratio(KEEL_AUTO, best),
+                    ratio(&KEEL_AUTO, best),
                 ));
                 goals.push(summary::faster_where_trailing(
                     format!(
@@ -494,8 +645,8 @@ fn summarise(
                         compiler.default_schedule()
                     ),
                     native,
-                    ratio(KEEL_AUTO, NATIVE_DEFAULT),
-                    ratio(NATIVE_DEFAULT, best),
+                    ratio(&KEEL_AUTO, &NATIVE_DEFAULT),
+                    ratio(&NATIVE_DEFAULT, best),
                 ));
             }
         }
@@ -507,6 +658,7 @@ fn summarise(
         reference: reference_name,
         configs: config_reports,
         oracle_held_out: oracle,
+        per_loop: per_loop_report,
         goals,
     }
 }

@@ -1,6 +1,7 @@
-//! The C programs `keel omp bench` measures: their sources (shipped in
-//! `crates/keel-omp/bench`), their fixed sizes, how they are compiled and
-//! how their one line of output is read.
+//! The programs `keel omp bench` measures: their sources (shipped in
+//! `crates/keel-omp/bench`), the four original workloads' fixed sizes
+//! (the seven others' are in `unseen.rs`), how they are compiled and how
+//! their one line of output is read.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,17 +17,25 @@ use crate::error::CliError;
 pub struct Program {
     /// The workload's name in the report.
     pub name: &'static str,
-    /// The C source's file stem (`mandelbrot` for `mandelbrot.c`).
+    /// The sources' file stem (`mandelbrot` for `mandelbrot.c`).
     pub stem: &'static str,
-    /// The source text.
+    /// The C source text.
     pub source: &'static str,
+    /// The Fortran 2008 version's source text, computing the same, if the
+    /// workload has one (`--compiler gfortran` runs only those).
+    pub fortran: Option<&'static str>,
     /// Its command-line arguments.
     pub args: Vec<String>,
     /// What the sizes are, for the report.
     pub sizes: String,
+    /// For the workloads measured loop by loop (`unseen.rs`): the most
+    /// iterations any instance of the program's loops has, from which the
+    /// runtime's `dynamic,k` configuration takes its `k`.
+    pub largest_instance: Option<u64>,
 }
 
-/// The workload names, in report order.
+/// The original workloads' names, in report order: `keel omp bench`
+/// without `--workloads` runs these.
 pub const WORKLOADS: [&str; 4] = ["mandelbrot-zoom", "lavamd-steps", "balanced", "short-loops"];
 
 const MANDELBROT_C: &str = include_str!("../../../keel-omp/bench/mandelbrot.c");
@@ -76,6 +85,7 @@ pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
             name: WORKLOADS[0],
             stem: "mandelbrot",
             source: MANDELBROT_C,
+            fortran: None,
             args: vec![
                 get("width")?,
                 get("height")?,
@@ -85,18 +95,22 @@ pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
                 get("zoom")?,
             ],
             sizes: format!("{}, {} steps", zoom.spec(), steps(zoom.steps())),
+            largest_instance: None,
         },
         Program {
             name: WORKLOADS[1],
             stem: "lavamd",
             source: LAVAMD_C,
+            fortran: None,
             sizes: format!("{}, {} steps", lava.spec(), steps(lava.steps())),
             args: lava_args,
+            largest_instance: None,
         },
         Program {
             name: WORKLOADS[2],
             stem: "balanced",
             source: BALANCED_C,
+            fortran: None,
             args: vec![
                 b_iter.to_string(),
                 b_work.to_string(),
@@ -106,11 +120,13 @@ pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
                 "{b_iter} iterations x {b_work} multiply-adds, {} steps",
                 steps(b_steps as usize)
             ),
+            largest_instance: None,
         },
         Program {
             name: WORKLOADS[3],
             stem: "short",
             source: SHORT_C,
+            fortran: None,
             args: vec![
                 s_iter.to_string(),
                 s_work.to_string(),
@@ -120,6 +136,7 @@ pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
                 "{} instances of {s_iter} iterations x {s_work} multiply-adds",
                 if quick { 1000 } else { s_instances }
             ),
+            largest_instance: None,
         },
     ])
 }
@@ -135,8 +152,9 @@ fn spec_params(spec: &str) -> Vec<(String, String)> {
 }
 
 /// Writes each program's source into `dir` and compiles it with
-/// `<compiler> -fopenmp -O2`; returns the executables in the programs'
-/// order.
+/// `<compiler> -fopenmp -O2` (the C source, or under gfortran the Fortran
+/// one: a program without one is refused); returns the executables in the
+/// programs' order.
 pub fn compile(
     programs: &[Program],
     dir: &Path,
@@ -146,9 +164,18 @@ pub fn compile(
     programs
         .iter()
         .map(|p| {
-            let source = dir.join(format!("{}.c", p.stem));
+            let (text, ext) = match compiler {
+                Compiler::Gfortran => (
+                    p.fortran.ok_or_else(|| {
+                        CliError::Runtime(format!("{} has no Fortran version", p.name))
+                    })?,
+                    "f90",
+                ),
+                Compiler::Gcc | Compiler::Clang => (p.source, "c"),
+            };
+            let source = dir.join(format!("{}.{ext}", p.stem));
             let exe = dir.join(p.stem);
-            std::fs::write(&source, p.source)?;
+            std::fs::write(&source, text)?;
             let out = Command::new(cc)
                 .args(["-fopenmp", "-O2", "-o"])
                 .arg(&exe)
@@ -158,7 +185,7 @@ pub fn compile(
                 .map_err(|e| CliError::Runtime(format!("cannot run {cc}: {e}")))?;
             if !out.status.success() {
                 return Err(CliError::Runtime(format!(
-                    "{cc} -fopenmp -O2 {}.c failed: {}",
+                    "{cc} -fopenmp -O2 {}.{ext} failed: {}",
                     p.stem,
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
@@ -168,18 +195,22 @@ pub fn compile(
         .collect()
 }
 
-/// What one run printed: the time inside its loops and its checksum.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What one run printed: the time inside its loops, its checksum and,
+/// where the program times its loops one by one, each loop's time.
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunOutput {
     /// Seconds inside the measured loops.
     pub seconds: f64,
     /// The program's checksum (the same for every schedule, or an
     /// iteration ran twice or not at all).
     pub checksum: u64,
+    /// `(name, seconds)` of each `loop.<name>=<seconds>` field, in the
+    /// line's order (empty for the programs that print none).
+    pub loops: Vec<(String, f64)>,
 }
 
-/// Reads `loop_seconds=<f> checksum=<u64> [more=...]` from a program's
-/// output (its last non-empty line).
+/// Reads `loop_seconds=<f> checksum=<u64> [loop.<name>=<f> ...] [more=...]`
+/// from a program's output (its last non-empty line).
 pub fn parse_output(text: &str) -> Result<RunOutput, String> {
     let line = text
         .lines()
@@ -191,16 +222,39 @@ pub fn parse_output(text: &str) -> Result<RunOutput, String> {
             .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
             .ok_or_else(|| format!("no `{key}=` in {line:?}"))
     };
-    let seconds: f64 = field("loop_seconds")?
-        .parse()
-        .map_err(|e| format!("loop_seconds in {line:?}: {e}"))?;
-    if !(seconds.is_finite() && seconds > 0.0) {
+    let time = |what: &str, text: &str| -> Result<f64, String> {
+        let seconds: f64 = text
+            .parse()
+            .map_err(|e| format!("{what} in {line:?}: {e}"))?;
+        // A loop's time may be 0 (a loop too short for the clock); the
+        // program's total may not.
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(format!("{what} {seconds} is not a time"));
+        }
+        Ok(seconds)
+    };
+    let seconds = time("loop_seconds", field("loop_seconds")?)?;
+    if seconds <= 0.0 {
         return Err(format!("loop_seconds {seconds} is not a positive time"));
     }
     let checksum = field("checksum")?
         .parse()
         .map_err(|e| format!("checksum in {line:?}: {e}"))?;
-    Ok(RunOutput { seconds, checksum })
+    let mut loops: Vec<(String, f64)> = Vec::new();
+    for word in line.split_whitespace() {
+        let Some((name, value)) = word.strip_prefix("loop.").and_then(|f| f.split_once('=')) else {
+            continue;
+        };
+        if name.is_empty() || loops.iter().any(|(n, _)| n == name) {
+            return Err(format!("loop name {name:?} empty or repeated in {line:?}"));
+        }
+        loops.push((name.to_string(), time(&format!("loop.{name}"), value)?));
+    }
+    Ok(RunOutput {
+        seconds,
+        checksum,
+        loops,
+    })
 }
 
 #[cfg(test)]
@@ -300,7 +354,23 @@ mod tests {
             parse_output("loop_seconds=0.5 checksum=42 forces=1e3\n"),
             Ok(RunOutput {
                 seconds: 0.5,
-                checksum: 42
+                checksum: 42,
+                loops: Vec::new(),
+            })
+        );
+        // The per-loop fields, in the line's order, other fields ignored.
+        assert_eq!(
+            parse_output(
+                "loop_seconds=0.75 checksum=7 loop.mandel=0.5 x=1 loop.triad=0.25 loop.t=0\n"
+            ),
+            Ok(RunOutput {
+                seconds: 0.75,
+                checksum: 7,
+                loops: vec![
+                    ("mandel".into(), 0.5),
+                    ("triad".into(), 0.25),
+                    ("t".into(), 0.0)
+                ],
             })
         );
         for bad in [
@@ -310,6 +380,11 @@ mod tests {
             "loop_seconds=-1 checksum=1",
             "loop_seconds=nan checksum=1",
             "loop_seconds=1 checksum=-3",
+            "loop_seconds=1 checksum=3 loop.a=x",
+            "loop_seconds=1 checksum=3 loop.a=-1",
+            "loop_seconds=1 checksum=3 loop.a=inf",
+            "loop_seconds=1 checksum=3 loop.=1",
+            "loop_seconds=1 checksum=3 loop.a=1 loop.a=2",
         ] {
             assert!(parse_output(bad).is_err(), "{bad:?}");
         }
