@@ -43,13 +43,13 @@ impl Wavefront {
     /// The loop's name: every anti-diagonal is an instance of it.
     pub const DIAGONAL: &'static str = "diagonal";
 
-    /// Builds from `wavefront[:m=128,work=400,steps=100]`.
+    /// Builds from `wavefront[:m=96,work=200,steps=100]`.
     pub fn from_spec(spec: &Spec) -> Result<Self, WorkloadError> {
         spec.check_keys(&["m", "work", "steps"])?;
-        let m = count(spec, "m", 128, 1, 1 << 13)?;
+        let m = count(spec, "m", 96, 1, 1 << 13)?;
         Ok(Wavefront {
             m,
-            work: count(spec, "work", 400, 1, 1 << 20)? as u64,
+            work: count(spec, "work", 200, 1, 1 << 20)? as u64,
             steps: count(spec, "steps", 100, 1, 1 << 20)?,
             grid: (0..m * m).map(|_| AtomicU64::new(0)).collect(),
         })
@@ -134,15 +134,15 @@ mod tests {
     #[test]
     fn golden_defaults_and_the_diagonals() {
         let w = Wavefront::from_spec(&Spec::parse("wavefront").unwrap()).unwrap();
-        assert_eq!(w.spec(), "wavefront:m=128,work=400,steps=100");
+        assert_eq!(w.spec(), "wavefront:m=96,work=200,steps=100");
         let calls = w.calls(0);
-        assert_eq!(calls.len(), 255);
+        assert_eq!(calls.len(), 191);
         assert!(calls.iter().all(|c| c.name == "diagonal"));
         let counts: Vec<usize> = calls.iter().map(|c| c.iterations).collect();
         assert_eq!(&counts[..3], [1, 2, 3]);
-        assert_eq!(counts[127], 128);
-        assert_eq!(&counts[252..], [3, 2, 1]);
-        assert_eq!(counts.iter().sum::<usize>(), 128 * 128);
+        assert_eq!(counts[95], 96);
+        assert_eq!(&counts[188..], [3, 2, 1]);
+        assert_eq!(counts.iter().sum::<usize>(), 96 * 96);
         assert_eq!(w.calls(99), calls);
     }
 
