@@ -295,11 +295,57 @@ fn history(report: &LoopReport) -> String {
     let cells = cells.join(" → ");
     match &report.selection {
         Some(selection) => format!(
-            "auto,{} ({} explored): {cells}",
-            selection.method, selection.exploration_instances
+            "auto,{}{}: {cells}",
+            selection.method,
+            selection_cost(selection)
         ),
         None => cells,
     }
+}
+
+/// What selection cost a loop: instances explored, their time beyond the
+/// settled schedule's as a share of the loop's time, why the search ended,
+/// and the exploited instances run unmeasured.
+fn selection_cost(selection: &keel::loops::SelectionReport) -> String {
+    let mut parts = vec![format!("{} explored", selection.exploration_instances)];
+    if let Some(cost) = &selection.cost {
+        if cost.loop_seconds > 0.0 {
+            parts.push(format!(
+                "exploring cost {} = {:.1} % of {}",
+                seconds(cost.exploration_excess_seconds),
+                100.0 * cost.exploration_share(),
+                seconds(cost.loop_seconds)
+            ));
+        }
+        if cost.unmeasured_instances > 0 {
+            parts.push(format!("{} unmeasured", cost.unmeasured_instances));
+        }
+        if cost.classes > 1 {
+            parts.push(format!("{} size classes", cost.classes));
+        }
+    }
+    if let Some(reason) = &selection.settled_by {
+        parts.push(format!("settled by {}", sanitize(reason)));
+    }
+    format!(" ({})", parts.join("; "))
+}
+
+/// Seconds with a unit that keeps three significant digits.
+fn seconds(s: f64) -> String {
+    let a = s.abs();
+    if a >= 1.0 {
+        format!("{s:.2} s")
+    } else if a >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
+
+/// The text without control characters (a report is read from a file a
+/// program wrote: it must not drive the reader's terminal).
+fn sanitize(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
 }
 
 #[cfg(test)]

@@ -100,6 +100,15 @@ fn tables_name_loops_share_time_and_show_the_schedule_history() {
             schedule: "gss".into(),
             reason: "exploit".into(),
         }],
+        cost: Some(keel::policy::select::SelectionCost {
+            loop_seconds: 3.0,
+            exploration_seconds: 0.2,
+            exploration_excess_seconds: 0.03,
+            exploration_instances: 2,
+            unmeasured_instances: 0,
+            classes: 1,
+        }),
+        settled_by: Some("imbalance \u{1b}[31mbound".into()),
     });
     let cold = line("omp:app+0x40", 1.0, &[("ss", 10)]);
     let mut out = Vec::new();
@@ -117,7 +126,7 @@ fn tables_name_loops_share_time_and_show_the_schedule_history() {
         "{text}"
     );
     assert!(
-        rows[2].ends_with("auto,keel (2 explored): static×2 → gss×38"),
+        rows[2].ends_with("auto,keel (2 explored; exploring cost 30.00 ms = 1.0 % of 3.00 s; settled by imbalance [31mbound): static×2 → gss×38"),
         "{text}"
     );
     assert!(

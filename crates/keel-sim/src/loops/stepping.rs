@@ -179,9 +179,16 @@ impl Stepper {
             match &self.setting {
                 Resolved::Fixed { schedule, chunk } => (schedule.as_ref(), *chunk, None),
                 Resolved::Auto(spec) => {
+                    let overhead = self.machine.overhead();
+                    // The simulated machine's claims cost what its model
+                    // says; its bookkeeping is the runtime's, unmodelled here.
+                    let cost = keel_policy::select::cost::DispatchCost {
+                        per_chunk: overhead.claim_local + overhead.claim_serial,
+                        ..keel_policy::select::cost::DispatchCost::default()
+                    };
                     let selector = state
                         .selector
-                        .get_or_insert_with(|| spec.selector(stream_of(id)));
+                        .get_or_insert_with(|| spec.selector(stream_of(id)).with_cost(cost));
                     let choice = selector.choose(iterations, threads);
                     let selected = Selected {
                         method: spec.method.name(),

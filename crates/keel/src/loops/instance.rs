@@ -97,7 +97,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
     }
     let loop_state = state::state_of(spec.id);
     let mut st = state::lock(loop_state);
-    let (parsed, auto_chunk, selected) = resolve(&mut st, spec)?;
+    let (parsed, auto_chunk, selected, measure) = resolve(&mut st, spec)?;
     let reads = |concept| {
         parsed
             .schedule
@@ -126,6 +126,10 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         )?),
         None => None,
     };
+    // An exploited `auto` choice the selector does not need measured runs
+    // like its fixed schedule: no clocks, no record (unless the schedule
+    // reads what records keep, or recording was asked for).
+    let recorded = measure || parsed.reads_state || spec.record || recording_all();
     Ok(Prepared {
         parsed,
         shape,
@@ -133,7 +137,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         history: copied,
         assignment,
         selected,
-        state: Some(loop_state),
+        state: recorded.then_some(loop_state),
         profiled,
     })
 }
@@ -323,7 +327,7 @@ fn env_record_all() -> bool {
 fn resolve(
     st: &mut LoopState,
     spec: &LoopSpec<'_>,
-) -> Result<(Parsed, Option<u64>, Option<Selected>), PolicyError> {
+) -> Result<(Parsed, Option<u64>, Option<Selected>, bool), PolicyError> {
     let text = spec.text;
     let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
     if fresh {
@@ -338,7 +342,9 @@ fn resolve(
                         auto = auto.with_expert_chunk(env_expert_chunk());
                     }
                     Resolved::Auto(Box::new(Selection {
-                        selector: auto.selector(stream_of(spec.id)),
+                        selector: auto
+                            .selector(stream_of(spec.id))
+                            .with_cost(super::cost::dispatch_cost()),
                         spec: auto,
                     }))
                 }
@@ -347,7 +353,7 @@ fn resolve(
         st.resolved = Some((text.to_string(), resolved));
     }
     match &mut st.resolved {
-        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None)),
+        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None, true)),
         Some((_, Resolved::Auto(selection))) => {
             let choice = selection.selector.choose(spec.iterations, spec.threads);
             let selected = Selected {
@@ -358,6 +364,7 @@ fn resolve(
                 Arc::clone(&portfolio()[choice.index]),
                 choice.chunk,
                 Some(selected),
+                choice.measure,
             ))
         }
         None => unreachable!("resolved just above"),

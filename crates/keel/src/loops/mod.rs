@@ -32,6 +32,7 @@
 //! than the range) panics with the [`LoopError`]'s message.
 
 mod claim;
+mod cost;
 mod foreign;
 mod index;
 mod instance;
@@ -61,6 +62,7 @@ use crate::pool::{self, PoolError, ThreadPool};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
+pub use cost::{dispatch_cost, publish_extra_per_chunk};
 pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
 pub use instance::record_all;

@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 
-use keel_policy::select::Run;
+use keel_policy::select::{Run, SelectionCost, SettledBy};
 
 use super::claim::ProfileSums;
 use super::state::{self, LoopState, Resolved, Selection};
@@ -267,6 +267,11 @@ pub struct SelectionTimeline {
     pub exploration_instances: u64,
     /// Changes not stored because the timeline reached its capacity.
     pub dropped: u64,
+    /// What selection cost the loop (`auto,keel`'s budget and the time of
+    /// its exploration instances beyond the settled schedule's).
+    pub cost: SelectionCost,
+    /// Why the search of the latest instance's class ended, once it has.
+    pub settled_by: Option<SettledBy>,
 }
 
 impl SelectionTimeline {
@@ -277,6 +282,8 @@ impl SelectionTimeline {
             runs: record.runs().to_vec(),
             exploration_instances: record.exploration_instances(),
             dropped: record.dropped(),
+            cost: selection.selector.cost(),
+            settled_by: selection.selector.settled_by(),
         }
     }
 }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use keel_policy::dls::AUTO4OMP_PORTFOLIO;
+use keel_policy::select::SelectionCost;
 
 use super::record::{all_records, LoopId, LoopRecord, ScheduleRun};
 
@@ -75,6 +76,15 @@ pub struct SelectionReport {
     pub dropped: u64,
     /// The decisions, run-length encoded.
     pub runs: Vec<SelectionRunReport>,
+    /// What selection cost the loop: its time, its exploration
+    /// instances' time and their excess over the settled schedule's (absent
+    /// from reports written before it was kept).
+    #[serde(default)]
+    pub cost: Option<SelectionCost>,
+    /// Why the latest search ended (`imbalance bound`, `last survivor`,
+    /// …), once one has.
+    #[serde(default)]
+    pub settled_by: Option<String>,
 }
 
 /// Consecutive instances with one selected schedule and one reason.
@@ -110,6 +120,8 @@ impl LoopReport {
                 method: timeline.method.to_string(),
                 exploration_instances: timeline.exploration_instances,
                 dropped: timeline.dropped,
+                cost: Some(timeline.cost),
+                settled_by: timeline.settled_by.map(|s| s.label().to_string()),
                 runs: timeline
                     .runs
                     .iter()

@@ -3,8 +3,10 @@
 //! accumulated time. While the excess exceeds [`EXPLORATION_BUDGET`] of
 //! that time, the search pauses and the best schedule so far runs; the
 //! loop's further instances refill the budget. A candidate faster than the
-//! best so far has a negative excess: a search that finds gains is never
-//! held back by it.
+//! best so far costs nothing, but refunds nothing either: the best so far
+//! may be an outlier (a process's first instance often stalls while a
+//! core wakes), and a refund measured against it would fund a whole
+//! search.
 
 /// The share of a loop's accumulated time its explorations may spend
 /// beyond the best schedule known at the time (2 %).
@@ -48,9 +50,9 @@ impl Budget {
     }
 
     /// Charges an exploration instance's excess over the best schedule
-    /// known (negative when it was faster).
+    /// known (nothing when it was faster).
     pub fn charge(&mut self, excess: f64) {
-        if excess.is_finite() {
+        if excess.is_finite() && excess > 0.0 {
             self.spent += excess;
         }
     }
@@ -65,7 +67,7 @@ impl Budget {
         self.total
     }
 
-    /// The explorations' accumulated excess (negative: they gained).
+    /// The explorations' accumulated excess.
     pub fn spent(&self) -> f64 {
         self.spent
     }
@@ -87,9 +89,9 @@ mod tests {
             b.add_instance(1.0);
         }
         assert!(!b.exhausted(), "0.3 s of 15.3 s");
-        // A gain refunds.
+        // A gain refunds nothing.
         b.charge(-0.5);
-        assert!(b.spent() < 0.0);
+        assert_eq!(b.spent(), 0.3);
         b.add_instance(f64::NAN);
         b.charge(f64::INFINITY);
         assert!((b.total() - 15.3).abs() < 1e-9);
