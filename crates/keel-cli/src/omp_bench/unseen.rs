@@ -83,21 +83,33 @@ const SPARSE_C: &str = include_str!("../../../keel-omp/bench/sparse.c");
 const PHASE_SHIFT_C: &str = include_str!("../../../keel-omp/bench/phase_shift.c");
 const MULTI_LOOP_C: &str = include_str!("../../../keel-omp/bench/multi_loop.c");
 
+// The Fortran 2008 versions: the same arithmetic in signed 64-bit integers
+// (every value below 2^53, so nothing overflows) and doubles computed in
+// the same order, so the same checksums.
+const STREAM_F90: &str = include_str!("../../../keel-omp/bench/stream.f90");
+const TRIANGULAR_F90: &str = include_str!("../../../keel-omp/bench/triangular.f90");
+const WAVEFRONT_F90: &str = include_str!("../../../keel-omp/bench/wavefront.f90");
+const SHORT_BALANCED_F90: &str = include_str!("../../../keel-omp/bench/short_balanced.f90");
+const SPARSE_F90: &str = include_str!("../../../keel-omp/bench/sparse.f90");
+const PHASE_SHIFT_F90: &str = include_str!("../../../keel-omp/bench/phase_shift.f90");
+const MULTI_LOOP_F90: &str = include_str!("../../../keel-omp/bench/multi_loop.f90");
+
 /// The seven programs at their fixed sizes; `quick` keeps every size but
 /// the number of steps (2; the wavefront 1 sweep, the short loops 200
 /// instances), for a run that only shows the table's form.
 pub fn programs(quick: bool) -> Vec<Program> {
     let steps = |full: u64| if quick { 2 } else { full };
     let strings = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>();
-    let program = |name, stem, source, args: &[u64], sizes: String, largest: u64| Program {
-        name,
-        stem,
-        source,
-        fortran: None,
-        args: strings(args),
-        sizes,
-        largest_instance: Some(largest),
-    };
+    let program =
+        |name, stem, (source, fortran), args: &[u64], sizes: String, largest: u64| Program {
+            name,
+            stem,
+            source,
+            fortran: Some(fortran),
+            args: strings(args),
+            sizes,
+            largest_instance: Some(largest),
+        };
     let (s_n, s_steps) = STREAM;
     let (t_n, t_unit, t_steps) = TRIANGULAR;
     let (w_m, w_work, w_sweeps) = WAVEFRONT;
@@ -111,7 +123,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[0],
             "stream",
-            STREAM_C,
+            (STREAM_C, STREAM_F90),
             &[s_n, steps(s_steps)],
             format!("triad over {s_n} doubles, {} steps", steps(s_steps)),
             s_n,
@@ -119,7 +131,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[1],
             "triangular",
-            TRIANGULAR_C,
+            (TRIANGULAR_C, TRIANGULAR_F90),
             &[t_n, t_unit, steps(t_steps)],
             format!(
                 "{t_n} iterations, iteration i {t_unit} x ({t_n} - i) multiply-adds, {} steps",
@@ -130,7 +142,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[2],
             "wavefront",
-            WAVEFRONT_C,
+            (WAVEFRONT_C, WAVEFRONT_F90),
             &[w_m, w_work, w_sweeps],
             format!(
                 "{w_m} x {w_m} grid, {} anti-diagonal loops per sweep, {w_work} multiply-adds per cell, {w_sweeps} sweeps",
@@ -141,7 +153,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[3],
             "short_balanced",
-            SHORT_BALANCED_C,
+            (SHORT_BALANCED_C, SHORT_BALANCED_F90),
             &[b_n, b_work, b_instances],
             format!(
                 "{b_instances} instances of {b_n} iterations x {b_work} multiply-adds"
@@ -151,7 +163,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[4],
             "sparse",
-            SPARSE_C,
+            (SPARSE_C, SPARSE_F90),
             &[p_rows, steps(p_steps)],
             format!(
                 "SpMV, {p_rows} rows of Pareto(1.5) lengths 4 to 32767, {} steps",
@@ -162,7 +174,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[5],
             "phase_shift",
-            PHASE_SHIFT_C,
+            (PHASE_SHIFT_C, PHASE_SHIFT_F90),
             &[h_n, h_work, steps(h_steps), h_head, h_heavy],
             format!(
                 "{h_n} iterations x {h_work} multiply-adds, {} steps, the first {h_head} {h_heavy}x heavier in the second half",
@@ -173,7 +185,7 @@ pub fn programs(quick: bool) -> Vec<Program> {
         program(
             WORKLOADS[6],
             "multi_loop",
-            MULTI_LOOP_C,
+            (MULTI_LOOP_C, MULTI_LOOP_F90),
             &[
                 m.width,
                 m.height,
@@ -343,5 +355,14 @@ mod tests {
     #[test]
     fn the_c_programs_checksums_are_the_same_under_clang() {
         check_golden(Compiler::Clang, "clang -fopenmp");
+    }
+
+    /// The Fortran versions compute what the C ones do: the same golden
+    /// checksums and loop names, every workload. Needs `gfortran
+    /// -fopenmp`; SKIPPED without it.
+    #[test]
+    fn the_fortran_programs_checksums_are_the_c_programs() {
+        assert!(programs(true).iter().all(|p| p.fortran.is_some()));
+        check_golden(Compiler::Gfortran, "gfortran -fopenmp");
     }
 }
