@@ -190,10 +190,25 @@ pub struct BenchObjectsArgs {
 #[derive(Debug, Args)]
 pub struct BenchAutoArgs {
     /// A stepped workload spec (`mandelbrot-zoom`, `lavamd-steps`, `sphynx`,
-    /// `gromacs`, `phase-change`, with `:key=value` parameters); repeat for
-    /// several (default: all five with their pinned defaults).
+    /// `gromacs`, `phase-change`, `stream`, `triangular`, `wavefront`,
+    /// `short-balanced`, `sparse`, `multi-loop`, with `:key=value`
+    /// parameters); repeat for several (default: the set `default`, the first
+    /// five with their pinned defaults).
     #[arg(short, long = "workload", value_name = "SPEC")]
     pub workloads: Vec<String>,
+
+    /// Workloads as one comma-separated list (`stream,wavefront`); a
+    /// `key=value` after a comma continues the spec before it
+    /// (`stream:elements=100000,steps=20,sparse`). Run after --set's and -w's.
+    #[arg(long = "workloads", value_name = "LIST")]
+    pub workload_lists: Vec<String>,
+
+    /// A named set of workloads: `default` (the five the selection was built
+    /// on, about 35 minutes) or `characters` (stream, triangular, wavefront,
+    /// short-balanced, sparse, phase-change, multi-loop: about 15 minutes);
+    /// with --quick, their small versions.
+    #[arg(long, value_name = "NAME")]
+    pub set: Option<String>,
 
     /// Repeats of every configuration (Oracle takes per-instance medians;
     /// default 3, 1 with --quick).

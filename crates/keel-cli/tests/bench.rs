@@ -180,6 +180,63 @@ fn bench_auto_tables_show_the_repeats_and_the_mechanism_probe() {
     );
 }
 
+/// `--workloads` takes a comma-separated list whose specs keep their own
+/// parameters; the per-loop comparison and both goal lines are in the
+/// tables and in the JSON with their values; an unknown `--set` is a usage
+/// error.
+#[test]
+fn bench_auto_lists_workloads_and_prints_the_per_loop_goals() {
+    let list = "triangular:iterations=60,steps=4,wavefront:m=4,work=20,steps=3";
+    let base = [
+        "bench",
+        "auto",
+        "--reps",
+        "2",
+        "--quiet",
+        "--workloads",
+        list,
+    ];
+    let out = keel().args(base).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "triangular:iterations=60,unit=1,steps=4",
+        "wavefront:m=4,work=20,steps=3",
+        "goal auto / per-loop best <= 1.03",
+        "goal every loop <= 1.05",
+        "auto,keel per loop against the loop's best fixed configuration",
+        "auto / ManualBest",
+        "diagonal",
+    ] {
+        assert!(text.contains(needle), "{needle} missing:\n{text}");
+    }
+    let out = keel().args(base).arg("--json").output().unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wavefront = &json["workloads"][1];
+    let per_loop = &wavefront["per_loop"];
+    assert_eq!(per_loop["loops"][0]["name"], "diagonal");
+    assert_eq!(per_loop["loops"][0]["instances"], 21);
+    let goals = per_loop["goals"].as_array().unwrap();
+    assert_eq!(goals[0]["goal"], "auto / per-loop best <= 1.03");
+    assert_eq!(goals[0]["limit"], 1.03);
+    assert_eq!(goals[0]["value"], per_loop["program_ratio"]);
+    assert_eq!(goals[1]["goal"], "every loop <= 1.05");
+    assert!(goals[1]["met"].is_boolean());
+
+    let out = keel()
+        .args(["bench", "auto", "--set", "nope", "--quick", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("valid sets: default, characters"), "{err}");
+}
+
 #[test]
 fn bench_objects_plots_time_per_step_and_reports_the_load() {
     let dir = tempfile::tempdir().unwrap();

@@ -183,6 +183,36 @@ fn bench_auto_reports_every_configuration_the_repeats_and_the_mechanism_probe() 
         }
         assert!(w.mechanism_cost_vs_static.is_finite());
         assert_eq!(w.oracle_instance_times_s.len(), instances);
+        // auto,keel loop by loop: the loops' times add up to its total,
+        // each loop's best over both chunk modes is at most ManualBest's,
+        // and the goals are read from the ratios.
+        let per_loop = &w.per_loop;
+        let loops: Vec<&str> = per_loop.loops.iter().map(|l| l.name.as_str()).collect();
+        let expected: &[&str] = if w.spec.starts_with("sphynx") {
+            &["sphynx-density", "sphynx-forces"]
+        } else {
+            &["phase-change"]
+        };
+        assert_eq!(loops, expected);
+        assert_eq!(
+            per_loop.loops.iter().map(|l| l.instances).sum::<usize>(),
+            instances
+        );
+        let keel_total = w.methods[0].result.total;
+        assert!((per_loop.auto_keel - keel_total).abs() <= 1e-9 * keel_total);
+        for l in &per_loop.loops {
+            assert!(l.best_fixed_total <= l.manual_best_total, "{l:?}");
+            assert!(l.best_fixed_held_out.unwrap() >= l.best_fixed_total * (1.0 - 1e-9));
+            assert_eq!(l.ratio, l.auto_keel / l.best_fixed_total);
+        }
+        assert!((per_loop.per_loop_best - w.manual_best.total) <= 1e-9 * w.manual_best.total);
+        let goals: Vec<&str> = per_loop.goals.iter().map(|g| g.goal.as_str()).collect();
+        assert_eq!(
+            goals,
+            ["auto / per-loop best <= 1.03", "every loop <= 1.05"]
+        );
+        assert_eq!(per_loop.goals[0].value, per_loop.program_ratio);
+        assert_eq!(per_loop.goals[1].value, per_loop.worst_loop_ratio);
         // With two repeats each fold chooses from the other repeat alone,
         // and an instance's held-out time (the mean of its two folds)
         // cannot beat Oracle's best mean of the two.

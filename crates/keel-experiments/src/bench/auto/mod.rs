@@ -16,6 +16,19 @@
 //! the 95 % interval of their paired per-repeat differences, so that "ahead
 //! where they differ by more than noise" is read off, not guessed.
 //!
+//! Per workload, `auto,keel` is also set loop by loop against each loop's
+//! best fixed configuration (over both chunk modes; ManualBest's
+//! default-chunk choice beside it), with two goals: the whole program
+//! within [`PROGRAM_GOAL`] of the sum of the per-loop bests, and every loop
+//! within [`LOOP_GOAL`] of its own ([`PerLoopGoals`]).
+//!
+//! Workloads come in named sets ([`SETS`]): `default`, the five the bench
+//! was built on, and `characters`, loops of characters the selection was
+//! not built on (a per-element memory stream, a triangular loop, a
+//! wavefront of growing and shrinking instances, many short instances,
+//! power-law SpMV rows, phase-change, and three loops per step that each
+//! want their own schedule), each with a `--quick` form.
+//!
 //! Times are taken around each whole loop call, so the selection's own
 //! bookkeeping (choosing before the fork, observing after the join) counts
 //! against the methods. Loop ids are unique per configuration and repeat,
@@ -28,6 +41,7 @@
 //! assert_eq!(e.to_string(), "--reps must be at least 1");
 //! ```
 
+mod goals;
 mod noise;
 mod program;
 mod workload;
@@ -40,6 +54,7 @@ use super::loops::global_threads;
 use super::{BackgroundLoad, LoadMeter, Progress};
 use crate::error::{ExperimentError, Result};
 
+pub use goals::{held_out_best, Goal, LoopVersusBest, PerLoopGoals, LOOP_GOAL, PROGRAM_GOAL};
 pub use workload::bench_workload;
 
 /// The workloads the bench runs by default (their pinned defaults).
@@ -56,6 +71,50 @@ pub const QUICK_WORKLOADS: [&str; 2] = [
     "mandelbrot-zoom:width=96,height=64,max-iter=200,steps=16",
     "phase-change:iterations=60000,steps=16,switch=8",
 ];
+
+/// Workloads of characters `auto` was not built on, with their pinned
+/// defaults: about 0.2–1 s per configuration and repeat on two threads
+/// (`phase-change` several seconds), so not in the default set.
+pub const CHARACTERS: [&str; 7] = [
+    "stream",
+    "triangular",
+    "wavefront",
+    "short-balanced",
+    "sparse",
+    "phase-change",
+    "multi-loop",
+];
+
+/// [`CHARACTERS`] scaled down for `--quick`: the same shapes, 16 steps.
+pub const CHARACTERS_QUICK: [&str; 7] = [
+    "stream:elements=200000,steps=16",
+    "triangular:iterations=1000,steps=16",
+    "wavefront:m=24,steps=16",
+    "short-balanced:calls=20,steps=16",
+    "sparse:rows=20000,steps=16",
+    "phase-change:iterations=60000,steps=16,switch=8",
+    "multi-loop:width=48,height=64,max-iter=200,tasks=200,elements=50000,steps=16",
+];
+
+/// The named workload sets: name, full workloads, `--quick` workloads.
+pub const SETS: [(&str, &[&str], &[&str]); 2] = [
+    ("default", &WORKLOADS, &QUICK_WORKLOADS),
+    ("characters", &CHARACTERS, &CHARACTERS_QUICK),
+];
+
+/// The workloads of the set `name` (`quick`: its small versions); `None`
+/// for a name that is not a set.
+///
+/// ```
+/// use keel_experiments::bench::auto::workload_set;
+/// assert_eq!(workload_set("characters", false).unwrap()[0], "stream");
+/// assert!(workload_set("nope", false).is_none());
+/// ```
+pub fn workload_set(name: &str, quick: bool) -> Option<&'static [&'static str]> {
+    SETS.iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|&(_, full, small)| if quick { small } else { full })
+}
 
 /// The methods, in report order.
 pub const METHODS: [&str; 4] = ["auto,keel", "auto,expert", "auto,exhaustive", "auto,random"];
@@ -161,6 +220,9 @@ pub struct WorkloadReport {
     /// the two taking turns step by step in every repeat; the median of the
     /// per-repeat ratios of the totals, minus 1.
     pub mechanism_cost_vs_static: f64,
+    /// `auto,keel` loop by loop against each loop's best fixed
+    /// configuration, and the goals read from it.
+    pub per_loop: PerLoopGoals,
 }
 
 /// The whole report.

@@ -8,6 +8,7 @@ use keel::policy::select::degradation_percent;
 use keel::policy::select::oracle::{held_out_oracle, LoopTimes};
 use keel_workloads::steps::SteppedWorkload;
 
+use super::goals::{held_out_best, LoopVersusBest, PerLoopGoals};
 use super::noise::versus_keel;
 use super::program::{run_interleaved, sum_of_instance_medians, ChunkMode, Program, ProgramRun};
 use super::{ConfigResult, MethodResult, WorkloadReport, METHODS, PINNED_STATIC};
@@ -98,6 +99,7 @@ pub fn bench_workload(
     let mut held_out_total = Some(0.0);
     let mut manual_total = 0.0;
     let mut manual_best_schedules = Vec::new();
+    let mut per_loop = Vec::with_capacity(loop_names.len());
     for name in &loop_names {
         let at: Vec<usize> = (0..names.len()).filter(|&i| names[i] == *name).collect();
         let repeats = |ks: &[usize]| -> Vec<Vec<Vec<f64>>> {
@@ -128,6 +130,22 @@ pub fn bench_workload(
         let (best, time) = default_only.manual_best();
         manual_total += time;
         manual_best_schedules.push((name.to_string(), configs[defaults[best]].0.clone()));
+        // auto,keel on this loop, its instances' medians summed as every
+        // configuration's are (METHODS[0] is auto,keel).
+        let keel_repeats: Vec<Vec<Vec<f64>>> = method_runs[0]
+            .iter()
+            .map(|run| vec![at.iter().map(|&i| run.times[i]).collect()])
+            .collect();
+        let keel_time = LoopTimes::from_repeats(&keel_repeats)?.total(0);
+        let (best_any, best_any_time) = all.manual_best();
+        per_loop.push(LoopVersusBest::new(
+            name,
+            at.len(),
+            keel_time,
+            (&configs[best_any].0, best_any_time),
+            held_out_best(&every_repeat)?,
+            (&configs[defaults[best]].0, time),
+        ));
     }
     let oracle: f64 = oracle_per_instance.iter().sum();
     let fixed: Vec<ConfigResult> = configs
@@ -236,5 +254,6 @@ pub fn bench_workload(
         spread: (worst - best) / best,
         balanced: w.balanced(),
         mechanism_cost_vs_static: median(&mut mechanism_ratios),
+        per_loop: PerLoopGoals::new(per_loop),
     })
 }
