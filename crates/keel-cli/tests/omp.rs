@@ -236,6 +236,173 @@ fn omp_bench_builds_with_clang_and_compares_with_libomp() {
     assert_eq!(workloads[0]["checksum"], 5_300_550);
 }
 
+/// The workloads measured loop by loop: the runtime's `dynamic,k` among
+/// the configurations (k = largest instance / (16 · threads)), each loop's
+/// times under each configuration, the per-loop report and its goals.
+#[test]
+fn omp_bench_runs_the_unseen_workloads_loop_by_loop() {
+    if !can_run_openmp("omp_bench_runs_the_unseen_workloads_loop_by_loop") {
+        return;
+    }
+    let out = keel()
+        .args(["omp", "bench", "--quick", "--quiet", "--json"])
+        .args(["--workloads", "multi-loop,triangular"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let workloads = doc["workloads"].as_array().unwrap();
+    // Report order, not the order asked.
+    let names: Vec<&str> = workloads
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["triangular", "multi-loop"]);
+    for (w, k, loops) in [
+        (&workloads[0], 93, &["rows"][..]),
+        (&workloads[1], 125_000, &["mandel", "tasks", "triad"]),
+    ] {
+        let configs: Vec<&str> = w["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            configs,
+            [
+                "libgomp static",
+                "libgomp dynamic",
+                &format!("libgomp dynamic,{k}"),
+                "libgomp guided",
+                "libgomp default",
+                "keel static",
+                "keel dynamic",
+                "keel guided",
+                "keel af",
+                "keel awf-b",
+                "keel auto"
+            ]
+        );
+        for c in w["configs"].as_array().unwrap() {
+            let got: Vec<&str> = c["loops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(got, loops, "{c}");
+            assert_eq!(c["loops"][0]["seconds"].as_array().unwrap().len(), 2);
+        }
+        let per_loop = &w["per_loop"];
+        assert_eq!(per_loop["loops"].as_array().unwrap().len(), loops.len());
+        for l in per_loop["loops"].as_array().unwrap() {
+            // The best is a fixed configuration, never auto.
+            let best = l["best_fixed"].as_str().unwrap();
+            assert!(configs.contains(&best) && best != "keel auto", "{l}");
+            assert_eq!(l["held_out"].as_array().unwrap().len(), 2);
+        }
+        assert_eq!(
+            per_loop["sum_of_best"]["held_out"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        // The sum's goal, then two per loop; two rounds give no interval.
+        let goals = w["goals"].as_array().unwrap();
+        assert_eq!(goals.len(), 1 + 2 * loops.len(), "{w}");
+        assert_eq!(goals[2]["verdict"], "no_figure");
+    }
+    // The text form: the per-loop table and the sum of the best.
+    let out = keel()
+        .args(["omp", "bench", "--quick", "--quiet", "--rounds", "2"])
+        .args(["--workloads", "triangular"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\ntriangular ("), "{text}");
+    assert!(text.contains("  per loop (best held out"), "{text}");
+    assert!(text.contains("keel auto ÷ that sum: held out "), "{text}");
+    assert_eq!(text.matches("  goal: ").count(), 3, "{text}");
+}
+
+/// Whether `gfortran -fopenmp` builds a Fortran program here.
+fn openmp_fortran() -> bool {
+    let dir = tempfile::TempDir::new().unwrap();
+    let src = dir.path().join("t.f90");
+    std::fs::write(
+        &src,
+        "program t\n  use omp_lib\n  if (omp_get_max_threads() < 1) stop 1\nend program\n",
+    )
+    .unwrap();
+    std::process::Command::new("gfortran")
+        .args(["-fopenmp", "-o"])
+        .arg(dir.path().join("t"))
+        .arg(&src)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Under gfortran the Fortran versions run on libgomp, with the C
+/// versions' checksums; a workload without one is skipped with a note.
+#[test]
+fn omp_bench_builds_the_fortran_versions_with_gfortran() {
+    let test = "omp_bench_builds_the_fortran_versions_with_gfortran";
+    if !openmp_fortran() {
+        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
+        assert!(
+            !required.split(',').any(|r| r.trim() == "gfortran -fopenmp"),
+            "{test} needs gfortran -fopenmp, and KEEL_TESTS_REQUIRE says this environment has it"
+        );
+        eprintln!("SKIPPED: {test} needs gfortran -fopenmp");
+        return;
+    }
+    if !library_beside_keel() {
+        eprintln!("SKIPPED: {test} needs libkeel_omp.so beside keel");
+        return;
+    }
+    let out = keel()
+        .args(["omp", "bench", "--quick", "--quiet", "--json"])
+        .args([
+            "--compiler",
+            "gfortran",
+            "--workloads",
+            "balanced,triangular",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["compiler"], "gfortran");
+    assert_eq!(doc["openmp_runtime"], "libgomp");
+    let workloads = doc["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 1);
+    assert_eq!(workloads[0]["name"], "triangular");
+    // The C program's checksum (unseen.rs pins both).
+    assert_eq!(workloads[0]["checksum"], 12_861_275_764_012u64);
+    assert_eq!(doc["skipped"][0]["workload"], "balanced");
+    let out = keel()
+        .args(["omp", "bench", "--quick", "--quiet", "--rounds", "2"])
+        .args([
+            "--compiler",
+            "gfortran",
+            "--workloads",
+            "balanced,triangular",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("skipped under gfortran: balanced (no Fortran version of balanced.c)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn omp_bench_refuses_bad_arguments_before_running_anything() {
     for args in [
@@ -243,6 +410,9 @@ fn omp_bench_refuses_bad_arguments_before_running_anything() {
         &["--threads", "0"],
         &["--workloads", "nbody"],
         &["--compiler", "icc"],
+        // None of the original four has a Fortran version.
+        &["--compiler", "gfortran"],
+        &["--compiler", "gfortran", "--workloads", "balanced"],
     ] {
         let out = keel()
             .args(["omp", "bench", "--quiet"])
