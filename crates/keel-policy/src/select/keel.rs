@@ -195,8 +195,22 @@ pub struct KeelSel {
     /// The explorations' spending against the loop's time.
     budget: Budget,
     /// Whether the last decision held the best schedule so far instead of
-    /// exploring (the budget was spent): its instance is not a sample.
+    /// exploring (the budget was spent), or warmed the loop up: its
+    /// instance is not a sample.
     holding: bool,
+    /// Whether the next decision is the warm-up: a loop's (a class's) first
+    /// instance runs STATIC (or the neighbouring class's winner) and is
+    /// not compared with anything, since a first instance pays what later
+    /// ones do not (cold caches, a core waking from sleep: 3-6 ms at a
+    /// process's start on the development machine).
+    warming: bool,
+    /// Whether the held instance was the warm-up (whose time says nothing).
+    held_warmup: bool,
+    /// Per schedule, the sum of per-iteration times and the count of the
+    /// instances it ran while held as the best so far: a schedule that
+    /// became the best on one lucky sample is measured on and loses its
+    /// place when it is not.
+    held: [(f64, u32); PORTFOLIO_LEN],
 }
 
 impl Default for KeelSel {
@@ -237,6 +251,9 @@ impl Default for KeelSel {
             allowed: ALL,
             budget: Budget::default(),
             holding: false,
+            warming: true,
+            held_warmup: false,
+            held: [(0.0, 0); PORTFOLIO_LEN],
         }
     }
 }
@@ -254,6 +271,16 @@ impl KeelSel {
         KeelSel {
             budget: Budget::with_share(share),
             ..Self::default()
+        }
+    }
+
+    /// The same state without the warm-up instance: the search samples
+    /// from the first instance on (for studies and tests of the search
+    /// itself).
+    pub fn without_warmup(self) -> Self {
+        KeelSel {
+            warming: false,
+            ..self
         }
     }
 
@@ -307,7 +334,7 @@ impl KeelSel {
         match self.mode {
             Mode::Exploit if self.exploited > 0 => Some(self.level.exp()),
             Mode::Exploit => self.median_sample(self.winner),
-            Mode::Explore => self.provisional().and_then(|j| self.median_sample(j)),
+            Mode::Explore => self.provisional().map(|j| self.estimate(j)),
         }
     }
 
@@ -326,12 +353,26 @@ impl KeelSel {
         Some(median_in_place(&mut s[..n]))
     }
 
-    /// The sampled schedule with the smallest median sample in this search.
+    /// The best schedule so far: among the sampled schedules whose median
+    /// sample ties the smallest (within [`TIE_MARGIN`]), the cheapest, as
+    /// a search ends (one lucky sample of a costlier schedule must not
+    /// displace STATIC while the budget holds the search).
     fn provisional(&self) -> Option<usize> {
-        (0..PORTFOLIO_LEN)
-            .filter_map(|j| self.median_sample(j).map(|m| (j, m)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(j, _)| j)
+        let sampled = (0..PORTFOLIO_LEN)
+            .filter(|&j| self.counts[j] > 0)
+            .fold(0u16, |set, j| set | (1 << j));
+        (sampled != 0).then(|| Self::cheapest_tie(sampled, |j| self.estimate(j)))
+    }
+
+    /// Schedule `j`'s time per iteration in this search: its median sample,
+    /// averaged with what it took while held, each instance one vote.
+    fn estimate(&self, j: usize) -> f64 {
+        let Some(median) = self.median_sample(j) else {
+            return f64::INFINITY;
+        };
+        let n = f64::from(self.counts[j]);
+        let (sum, count) = self.held[j];
+        (median * n + sum) / (n + f64::from(count))
     }
 
     /// The robust relative noise scale of the exploited schedule's time:
@@ -363,6 +404,7 @@ impl KeelSel {
             charged: charge.map(|g| (incumbent, g)),
             allowed: self.allowed,
             budget: self.budget,
+            warming: false,
             ..KeelSel::default()
         };
     }
@@ -534,7 +576,7 @@ impl KeelSel {
             // a zero would break the ratios below): it is offered again.
             return;
         }
-        if let Some(best) = self.provisional().and_then(|j| self.median_sample(j)) {
+        if let Some(best) = self.provisional().map(|j| self.estimate(j)) {
             self.budget.charge((x - best) * scale);
         }
         let i = self.current;
@@ -630,7 +672,9 @@ impl KeelSel {
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
             let scores = self.final_scores(self.active);
             let winner = Self::cheapest_tie(self.active, |j| scores[j]);
-            let settled_by = if self.active.count_ones() <= 1 {
+            let settled_by = if self.active.count_ones() <= 1 && self.allowed == 1 {
+                SettledBy::Overhead
+            } else if self.active.count_ones() <= 1 {
                 SettledBy::LastSurvivor
             } else if resolved {
                 SettledBy::Resolved
@@ -649,6 +693,12 @@ impl KeelSel {
     /// took out leave it (which may end a round, or the search), and a
     /// spent budget holds the best schedule so far instead of sampling.
     fn before_sampling(&mut self) -> Option<(usize, Phase)> {
+        if std::mem::take(&mut self.warming) {
+            self.holding = true;
+            self.held_warmup = true;
+            self.current = self.incumbent.unwrap_or(0);
+            return Some((self.current, Phase::First));
+        }
         let affordable = self.active & self.allowed;
         if affordable != self.active {
             self.active = affordable;
@@ -717,6 +767,11 @@ impl Select for KeelSel {
         let x = measurement.t_par / scale;
         self.budget.add_instance(measurement.t_par);
         if std::mem::take(&mut self.holding) {
+            if !std::mem::take(&mut self.held_warmup) && x > 0.0 {
+                let (sum, count) = &mut self.held[self.current];
+                *sum += x;
+                *count += 1;
+            }
             return;
         }
         match self.mode {

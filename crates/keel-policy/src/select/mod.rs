@@ -162,7 +162,9 @@ impl<'a> Measurement<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
-    /// ExpertSel's first instance: STATIC, to measure the loop.
+    /// ExpertSel's first instance: STATIC, to measure the loop; `auto,keel`'s
+    /// warm-up instance of a loop (or of a class of its instances), which
+    /// is not compared with anything.
     First,
     /// A trial of a search (ExhaustiveSel's sweep, `auto,keel`'s rounds).
     Explore,
@@ -386,3 +388,5 @@ pub(crate) use crate::stats::median as median_in_place;
 mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cost;

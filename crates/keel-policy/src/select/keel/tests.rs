@@ -14,10 +14,11 @@ const B_TIMES: [f64; 12] = [
 ];
 const B_LIBS: [f64; 12] = [20.0, 3.0, 4.0, 3.0, 3.0, 3.0, 12.0, 4.0, 4.0, 4.0, 4.0, 3.0];
 
-/// The search as if it cost nothing: these tests check its mechanism;
-/// the budget's own tests are in `tests_budget.rs`.
+/// The search as if it cost nothing and with no warm-up instance: these
+/// tests check its mechanism; the budget's and the warm-up's are in
+/// `select/tests_cost.rs`.
 fn unbudgeted() -> KeelSel {
-    KeelSel::with_exploration_budget(f64::INFINITY)
+    KeelSel::with_exploration_budget(f64::INFINITY).without_warmup()
 }
 
 fn exploit_start(choices_phases: &[(usize, Phase)]) -> usize {
