@@ -10,32 +10,43 @@
 //!
 //! Everything lives in fixed arrays: no allocation after construction.
 //!
-//! A loop on which schedule 5 is clearly the fastest: exploration ends with it.
+//! A loop on which schedule 5 is clearly the fastest: once it is found,
+//! it runs while the exploration budget pays for the rest of round 1 (the
+//! other schedules take twice its time, so each sample of them waits for
+//! about 50 instances of it), and exploration ends with it.
 //!
 //! ```
 //! use keel_policy::select::{KeelSel, Measurement, Phase, Select};
 //! let mut sel = KeelSel::new();
 //! assert_eq!(sel.winner(), None);
-//! let mut phase = Phase::Explore;
-//! for _ in 0..200 {
+//! let (mut phase, mut fives) = (Phase::Explore, 0);
+//! for _ in 0..1000 {
 //!     let (index, p) = sel.next();
 //!     phase = p;
 //!     if phase == Phase::Exploit {
 //!         break;
 //!     }
+//!     fives += usize::from(index == 5);
 //!     let t_par = if index == 5 { 0.010 } else { 0.020 };
 //!     sel.observe(&Measurement::new(t_par, 5.0));
 //! }
 //! assert_eq!(phase, Phase::Exploit);
 //! assert_eq!(sel.winner(), Some(5));
+//! assert!(fives > 200, "the best so far ran while the budget refilled");
+//! // Exploring cost at most the budget, and one sample more.
+//! let budget = sel.budget();
+//! assert!(budget.spent() <= 0.02 * budget.total() + 0.010);
 //! ```
 
 mod budget;
 mod exploit;
 mod noise;
+mod search;
+mod settled;
 
 pub use budget::{Budget, EXPLORATION_BUDGET};
 use noise::{difference_noise, noise_of_differences, robust_sigma};
+pub use settled::SettledBy;
 
 use super::{median_in_place, Measurement, Phase, Select, PORTFOLIO_LEN};
 
@@ -91,40 +102,6 @@ const MAD_RELATIVE_SD: f64 = 1.17;
 const MEDIAN_EFFICIENCY: f64 = 1.25;
 
 const ALL: u16 = (1 << PORTFOLIO_LEN) - 1;
-
-/// Why a search ended on its winner.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum SettledBy {
-    /// Round 1 met a schedule within [`TIE_MARGIN`] of a balanced run's
-    /// time: no other schedule could gain more than the margin.
-    #[default]
-    ImbalanceBound,
-    /// Every other schedule was eliminated as slower beyond the noise.
-    LastSurvivor,
-    /// The noise was small enough that the survivors tie: the cheapest won.
-    Resolved,
-    /// Every survivor had [`ROUNDS`] samples: the best median won.
-    Rounds,
-    /// The cost model let no other schedule run: their claims alone would
-    /// cost more than a small share of the loop (loops of microseconds).
-    Overhead,
-}
-
-impl SettledBy {
-    /// A short lower-case label for reports.
-    pub fn label(self) -> &'static str {
-        match self {
-            SettledBy::ImbalanceBound => "imbalance bound",
-            SettledBy::LastSurvivor => "last survivor",
-            SettledBy::Resolved => "tie within noise",
-            SettledBy::Rounds => "best of all rounds",
-            SettledBy::Overhead => "others cost too much",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -341,38 +318,6 @@ impl KeelSel {
     /// Why the last search ended, once one has.
     pub fn settled_by(&self) -> Option<SettledBy> {
         (self.mode == Mode::Exploit).then_some(self.settled_by)
-    }
-
-    /// The median of schedule `j`'s samples in this search.
-    fn median_sample(&self, j: usize) -> Option<f64> {
-        let n = usize::from(self.counts[j]);
-        if n == 0 {
-            return None;
-        }
-        let mut s = self.samples[j];
-        Some(median_in_place(&mut s[..n]))
-    }
-
-    /// The best schedule so far: among the sampled schedules whose median
-    /// sample ties the smallest (within [`TIE_MARGIN`]), the cheapest, as
-    /// a search ends (one lucky sample of a costlier schedule must not
-    /// displace STATIC while the budget holds the search).
-    fn provisional(&self) -> Option<usize> {
-        let sampled = (0..PORTFOLIO_LEN)
-            .filter(|&j| self.counts[j] > 0)
-            .fold(0u16, |set, j| set | (1 << j));
-        (sampled != 0).then(|| Self::cheapest_tie(sampled, |j| self.estimate(j)))
-    }
-
-    /// Schedule `j`'s time per iteration in this search: its median sample,
-    /// averaged with what it took while held, each instance one vote.
-    fn estimate(&self, j: usize) -> f64 {
-        let Some(median) = self.median_sample(j) else {
-            return f64::INFINITY;
-        };
-        let n = f64::from(self.counts[j]);
-        let (sum, count) = self.held[j];
-        (median * n + sum) / (n + f64::from(count))
     }
 
     /// The robust relative noise scale of the exploited schedule's time:
@@ -685,43 +630,6 @@ impl KeelSel {
         } else {
             self.remaining = self.active;
         }
-    }
-}
-
-impl KeelSel {
-    /// What a search decides before it samples: schedules the cost model
-    /// took out leave it (which may end a round, or the search), and a
-    /// spent budget holds the best schedule so far instead of sampling.
-    fn before_sampling(&mut self) -> Option<(usize, Phase)> {
-        if std::mem::take(&mut self.warming) {
-            self.holding = true;
-            self.held_warmup = true;
-            self.current = self.incumbent.unwrap_or(0);
-            return Some((self.current, Phase::First));
-        }
-        let affordable = self.active & self.allowed;
-        if affordable != self.active {
-            self.active = affordable;
-            self.remaining &= affordable;
-            if self.active.count_ones() == 1 && self.counts[0] > 0 {
-                self.exploit(0, SettledBy::Overhead);
-            } else if self.remaining == 0 {
-                self.end_round();
-            }
-            if self.mode == Mode::Exploit {
-                self.current = self.winner;
-                return Some((self.winner, Phase::Exploit));
-            }
-        }
-        let sampled = self.counts.iter().any(|&c| c > 0);
-        if sampled && self.budget.exhausted() {
-            if let Some(best) = self.provisional() {
-                self.holding = true;
-                self.current = best;
-                return Some((best, Phase::Provisional));
-            }
-        }
-        None
     }
 }
 
