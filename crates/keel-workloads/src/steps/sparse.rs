@@ -54,7 +54,13 @@ impl Sparse {
         spec.check_keys(&["rows", "min-len", "max-len", "alpha", "seed", "steps"])?;
         let rows = count(spec, "rows", 200_000, 1, 1 << 24)?;
         let min_len = count(spec, "min-len", 4, 1, rows)?;
-        let max_len = count(spec, "max-len", 10_000.min(rows), min_len, rows)?;
+        let max_len = count(
+            spec,
+            "max-len",
+            default_max_len(min_len, rows),
+            min_len,
+            rows,
+        )?;
         let alpha = number(spec, "alpha", 1.5, (0.0, true), 100.0)?;
         let seed = count(spec, "seed", 37, 0, usize::MAX)? as u64;
         let steps = count(spec, "steps", 100, 1, 1 << 20)?;
@@ -107,6 +113,11 @@ impl Sparse {
     pub fn y(&self, r: usize) -> f64 {
         f64::from_bits(self.y[r].load(Ordering::Relaxed))
     }
+}
+
+/// `max-len` when the spec gives none: 10,000 within `min_len..=rows`.
+fn default_max_len(min_len: usize, rows: usize) -> usize {
+    10_000.clamp(min_len, rows)
 }
 
 impl SteppedWorkload for Sparse {
@@ -194,6 +205,11 @@ mod tests {
         let w =
             Sparse::from_spec(&Spec::parse("sparse:rows=3,min-len=1,alpha=2").unwrap()).unwrap();
         assert!(w.spec().contains("max-len=3"));
+        // The default cap: 10,000, at most the columns, never below the
+        // least length.
+        assert_eq!(default_max_len(4, 200_000), 10_000);
+        assert_eq!(default_max_len(1, 3), 3);
+        assert_eq!(default_max_len(20_000, 30_000), 20_000);
         for r in 0..3 {
             let by_hand: f64 = (w.start[r]..w.start[r + 1])
                 .map(|k| (1.0 + (k % 8) as f64 / 8.0) * w.x[w.columns[k] as usize])
