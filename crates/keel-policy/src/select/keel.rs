@@ -296,11 +296,16 @@ impl KeelSel {
         &self.budget
     }
 
-    /// Counts an instance that ran the exploited schedule unmeasured
-    /// (its time estimated by the context or the selector) into the
-    /// loop's total, which the exploration budget is a share of.
+    /// Counts instances that ran the exploited schedule unmeasured (their
+    /// time estimated by the selector) into the loop's total, which the
+    /// exploration budget is a share of; a negative time takes back what
+    /// was counted for instances that did not run after all.
     pub fn account_unmeasured(&mut self, seconds: f64) {
-        self.budget.add_instance(seconds);
+        if seconds < 0.0 {
+            self.budget.remove_instances(-seconds);
+        } else {
+            self.budget.add_instance(seconds);
+        }
     }
 
     /// The time per iteration (per instance when no iteration counts were

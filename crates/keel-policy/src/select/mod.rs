@@ -241,6 +241,14 @@ pub struct Choice {
     /// ([`cost::LoopModel::measure_interval`]); the others run like the
     /// fixed schedule, unrecorded.
     pub measure: bool,
+    /// The instances this choice stands for, this one included (1 unless
+    /// unmeasured): a context may run the next `lease − 1` instances of
+    /// the loop over the same iteration count and team with it without
+    /// asking again. The selector counts them when it chooses: a context
+    /// that asks again before they all ran (the loop's shape changed, or
+    /// it keeps no leases) first hands the rest back with
+    /// [`LoopSelector::return_lease`].
+    pub lease: u32,
 }
 
 impl Choice {
@@ -297,23 +305,50 @@ impl Record {
     }
 
     fn push(&mut self, index: usize, phase: Phase) {
+        self.push_many(index, phase, 1);
+    }
+
+    /// Takes back the last `count` instances (fewer if fewer were stored
+    /// in the last run or dropped): a lease's instances that never ran.
+    fn take_back(&mut self, count: u64) {
+        let from_dropped = count.min(self.dropped);
+        self.dropped -= from_dropped;
+        let mut count = count - from_dropped;
+        if let Some(last) = self.runs.last_mut() {
+            let taken = count.min(last.len);
+            last.len -= taken;
+            count -= taken;
+            self.instances -= taken;
+            if last.len == 0 {
+                self.runs.pop();
+            }
+        }
+        self.instances -= from_dropped;
+        debug_assert_eq!(count, 0, "taken back beyond the last run");
+    }
+
+    /// `count` consecutive instances with one decision.
+    fn push_many(&mut self, index: usize, phase: Phase, count: u64) {
+        if count == 0 {
+            return;
+        }
         let instance = self.instances;
-        self.instances += 1;
+        self.instances += count;
         if let Some(last) = self.runs.last_mut() {
             if last.index == index && last.phase == phase && last.first + last.len == instance {
-                last.len += 1;
+                last.len += count;
                 return;
             }
         }
         if self.runs.len() < self.capacity {
             self.runs.push(Run {
                 first: instance,
-                len: 1,
+                len: count,
                 index,
                 phase,
             });
         } else {
-            self.dropped += 1;
+            self.dropped += count;
         }
     }
 

@@ -123,6 +123,9 @@ pub struct LoopSelector {
     unmeasured: u64,
     unmeasured_seconds: f64,
     measured_seconds: f64,
+    /// The last lease granted: its class, length and estimated seconds per
+    /// instance, until another choice is made.
+    last_lease: Option<(usize, u32, f64)>,
 }
 
 impl fmt::Debug for LoopSelector {
@@ -152,6 +155,7 @@ impl LoopSelector {
             unmeasured: 0,
             unmeasured_seconds: 0.0,
             measured_seconds: 0.0,
+            last_lease: None,
         };
         selector.classes.push(selector.new_class(0, None));
         selector
@@ -242,17 +246,14 @@ impl LoopSelector {
     /// choice on a short loop is measured only once in a few instances
     /// ([`Choice::measure`]).
     pub fn choose(&mut self, iterations: u64, threads: usize) -> Choice {
+        self.last_lease = None;
         let class = match self.pending {
             Some(p) => p.class,
             None => self.class_of(iterations),
         };
         self.last_class = class;
         let keel = self.method == Method::Keel;
-        let expert = if self.spec.expert_chunk {
-            expert_chunk(iterations, threads)
-        } else {
-            None
-        };
+        let expert_on = self.spec.expert_chunk;
         let cost = self.cost;
         let c = &mut self.classes[class];
         let chunk_for = |model: &LoopModel, index: usize| -> Option<u64> {
@@ -260,6 +261,11 @@ impl LoopSelector {
                 return None;
             }
             let floor = model.min_chunk(&cost, index);
+            let expert = if expert_on {
+                expert_chunk(iterations, threads)
+            } else {
+                None
+            };
             match expert {
                 Some(e) => Some(e.max(floor)),
                 None if floor > 1 => Some(floor),
@@ -270,22 +276,28 @@ impl LoopSelector {
             let exploiting = c.machine.keel().and_then(KeelSel::winner);
             if let Some(winner) = exploiting.filter(|_| self.spec.pin.is_none()) {
                 if c.unmeasured_left > 0 {
-                    c.unmeasured_left -= 1;
+                    // Every unmeasured instance up to the next measured one
+                    // in one lease, counted now.
+                    let lease = std::mem::take(&mut c.unmeasured_left);
                     let rate = c.machine.keel().and_then(KeelSel::reference_rate);
-                    let estimate = rate.map_or(0.0, |r| r * iterations.max(1) as f64);
+                    let each = rate.map_or(0.0, |r| r * iterations.max(1) as f64);
+                    let estimate = each * f64::from(lease);
                     if let Machine::Keel(m) = &mut c.machine {
                         m.account_unmeasured(estimate);
                     }
-                    self.unmeasured += 1;
+                    self.last_lease = Some((class, lease, each));
+                    self.unmeasured += u64::from(lease);
                     self.unmeasured_seconds += estimate;
                     let instance = self.record.instances();
-                    self.record.push(winner, Phase::Exploit);
+                    self.record
+                        .push_many(winner, Phase::Exploit, u64::from(lease));
                     return Choice {
                         instance,
                         index: winner,
                         chunk: chunk_for(&c.model, winner),
                         phase: Phase::Exploit,
                         measure: false,
+                        lease,
                     };
                 }
                 c.unmeasured_left = c.model.measure_interval(&cost, iterations, threads) - 1;
@@ -324,7 +336,30 @@ impl LoopSelector {
             chunk: chunk_for(&c.model, index),
             phase,
             measure: true,
+            lease: 1,
         }
+    }
+
+    /// Hands back `unused` instances of the last choice's lease that did
+    /// not run (at most the lease's length less the instance that made
+    /// it; nothing when the last choice was no lease): they are no longer
+    /// counted, and the class measures sooner.
+    pub fn return_lease(&mut self, unused: u32) {
+        let Some((class, lease, each)) = self.last_lease.take() else {
+            return;
+        };
+        let unused = unused.min(lease - 1);
+        if unused == 0 {
+            return;
+        }
+        let seconds = each * f64::from(unused);
+        if let Machine::Keel(m) = &mut self.classes[class].machine {
+            m.account_unmeasured(-seconds);
+        }
+        self.unmeasured -= u64::from(unused);
+        self.unmeasured_seconds -= seconds;
+        self.record.take_back(u64::from(unused));
+        self.classes[class].unmeasured_left = unused;
     }
 
     /// The measurements of the instance [`LoopSelector::choose`] last chose

@@ -152,7 +152,8 @@ fn choices_carry_the_expert_chunk_when_enabled() {
             index: 0,
             chunk: Some(48),
             phase: Phase::First,
-            measure: true
+            measure: true,
+            lease: 1
         }
     );
     assert_eq!(choice.name(), "static");

@@ -154,6 +154,8 @@ fn loops_of_microseconds_settle_on_static_and_are_measured_rarely() {
     let mut explored = 0;
     for _ in 0..2000 {
         let choice = sel.choose(16, 2);
+        // A context that keeps no leases.
+        sel.return_lease(choice.lease - 1);
         assert_eq!(choice.index, 0, "{choice:?}");
         if choice.phase.is_exploration() {
             explored += 1;
@@ -190,6 +192,8 @@ fn instances_of_unlike_sizes_are_kept_apart_and_a_new_size_starts_from_its_neigh
     let sizes: Vec<u64> = (1..=300).chain((1..300).rev()).collect();
     for &n in &sizes {
         let choice = sel.choose(n, 2);
+        // Every instance has another size: no lease is ever used whole.
+        sel.return_lease(choice.lease - 1);
         assert!(choice.index < PORTFOLIO_LEN);
         if choice.measure {
             // Balanced except for the cells that do not divide evenly.
@@ -216,4 +220,50 @@ fn an_invalid_published_cost_is_ignored() {
     };
     let sel = AutoSpec::new(Method::Keel).selector(0).with_cost(bad);
     assert_eq!(sel.dispatch_cost(), DispatchCost::default());
+}
+
+#[test]
+fn a_lease_counts_its_instances_once_and_its_unused_rest_can_be_handed_back() {
+    let mut sel = AutoSpec::new(Method::Keel)
+        .selector(0)
+        .with_cost(cost(50e-9));
+    let mut ran = 0u64;
+    let mut leases = 0;
+    while ran < 3000 {
+        let choice = sel.choose(16, 2);
+        if choice.measure {
+            sel.observe(&Measurement::new(2e-6, 3.0).with_iterations(16))
+                .unwrap();
+        } else {
+            assert!(choice.lease > 1, "{choice:?}");
+            leases += 1;
+        }
+        ran += u64::from(choice.lease);
+    }
+    assert!(leases > 10);
+    assert_eq!(sel.record().instances(), ran, "each instance counted once");
+    let before = sel.cost();
+    // A lease whose loop changed shape after its first instance.
+    let choice = loop {
+        let c = sel.choose(16, 2);
+        if c.lease > 1 {
+            break c;
+        }
+        sel.observe(&Measurement::new(2e-6, 3.0).with_iterations(16))
+            .unwrap();
+        ran += 1;
+    };
+    sel.return_lease(choice.lease - 1);
+    ran += 1;
+    assert_eq!(sel.record().instances(), ran);
+    assert_eq!(
+        sel.cost().unmeasured_instances,
+        before.unmeasured_instances + 1
+    );
+    // What was handed back is leased again: the measurement stays due
+    // after as many instances as before.
+    let again = sel.choose(16, 2);
+    assert_eq!((again.measure, again.lease), (false, choice.lease - 1));
+    // Handing back twice, or without a lease, changes nothing.
+    sel.return_lease(5);
 }

@@ -105,7 +105,7 @@ impl Ready {
         self.plan.is_some()
             && !self.prepared.recorded()
             && !self.prepared.profiled
-            && self.prepared.selected.is_none()
+            && (self.prepared.selected.is_none() || self.prepared.lease.is_some())
             && self.history.is_none()
             && self.label.is_none()
             && self.t0.is_none()
@@ -224,7 +224,10 @@ impl<'a> Workshare<'a> {
             && self.iterations == iterations
             && self.chunk.is_none()
             && !self.record
-            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable)
+            && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable
+                // An `auto` choice is kept only for the instances its
+                // lease still covers.
+                && ready.prepared.lease.as_ref().is_none_or(super::state::take_leased))
             && !instance::recording_all()
             && crate::trace::tracer().is_none();
         // Fields that keep their values are not written: the participants

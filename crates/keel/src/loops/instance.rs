@@ -27,7 +27,9 @@ use keel_policy::select::{self, Measurement, Setting};
 use keel_policy::{ContextHandler, PolicyError};
 use smallvec::SmallVec;
 
-use super::state::{self, CachedAssignment, LoopState, Parsed, Resolved, Selection, SharedState};
+use super::state::{
+    self, CachedAssignment, Lease, LeaseCount, LoopState, Parsed, Resolved, Selection, SharedState,
+};
 use super::{LoopId, LoopSummary, Slot, HINTS};
 use crate::trace;
 
@@ -71,6 +73,9 @@ pub(crate) struct Prepared {
     state: Option<SharedState>,
     /// Time every chunk for the iteration profile.
     pub(crate) profiled: bool,
+    /// The lease this instance runs under: a workshare that keeps its
+    /// preparation takes further instances from it.
+    pub(crate) lease: Option<LeaseCount>,
 }
 
 /// AWF's history as the plan reads it: on the caller's stack, beside the
@@ -92,12 +97,19 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
                 selected: None,
                 state: None,
                 profiled: false,
+                lease: None,
             });
         }
     }
     let loop_state = state::state_of(spec.id);
     let mut st = state::lock(loop_state);
-    let (parsed, auto_chunk, selected, measure) = resolve(&mut st, spec)?;
+    let Resolution {
+        parsed,
+        chunk: auto_chunk,
+        selected,
+        measure,
+        lease,
+    } = resolve(&mut st, spec)?;
     let reads = |concept| {
         parsed
             .schedule
@@ -139,7 +151,19 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         selected,
         state: recorded.then_some(loop_state),
         profiled,
+        lease,
     })
+}
+
+/// What [`resolve`] decided for an instance.
+struct Resolution {
+    parsed: Parsed,
+    /// `auto`'s chunk parameter.
+    chunk: Option<u64>,
+    selected: Option<Selected>,
+    /// Whether the selector needs this instance measured.
+    measure: bool,
+    lease: Option<LeaseCount>,
 }
 
 impl Prepared {
@@ -324,10 +348,7 @@ fn env_record_all() -> bool {
 /// reused, so later instances neither parse nor allocate. Under
 /// `auto[,method]` the loop's selector picks a portfolio schedule and,
 /// with the expert chunk on, a chunk parameter.
-fn resolve(
-    st: &mut LoopState,
-    spec: &LoopSpec<'_>,
-) -> Result<(Parsed, Option<u64>, Option<Selected>, bool), PolicyError> {
+fn resolve(st: &mut LoopState, spec: &LoopSpec<'_>) -> Result<Resolution, PolicyError> {
     let text = spec.text;
     let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
     if fresh {
@@ -353,19 +374,59 @@ fn resolve(
         st.resolved = Some((text.to_string(), resolved));
     }
     match &mut st.resolved {
-        Some((_, Resolved::Fixed(parsed))) => Ok((Arc::clone(parsed), None, None, true)),
+        Some((_, Resolved::Fixed(parsed))) => Ok(Resolution {
+            parsed: Arc::clone(parsed),
+            chunk: None,
+            selected: None,
+            measure: true,
+            lease: None,
+        }),
         Some((_, Resolved::Auto(selection))) => {
+            if let Some(lease) = &st.lease {
+                let same_shape =
+                    lease.iterations == spec.iterations && lease.threads == spec.threads;
+                if same_shape && state::take_leased(&lease.left) {
+                    return Ok(Resolution {
+                        parsed: Arc::clone(&lease.parsed),
+                        chunk: lease.chunk,
+                        selected: Some(Selected {
+                            method: lease.method,
+                            phase: select::Phase::Exploit.label(),
+                        }),
+                        measure: false,
+                        lease: Some(Arc::clone(&lease.left)),
+                    });
+                }
+                // Ran out, or the loop changed shape: what is left never ran.
+                let unused = lease.left.swap(0, std::sync::atomic::Ordering::Relaxed);
+                selection.selector.return_lease(unused);
+                st.lease = None;
+            }
             let choice = selection.selector.choose(spec.iterations, spec.threads);
-            let selected = Selected {
-                method: selection.spec.method.name(),
-                phase: choice.phase.label(),
-            };
-            Ok((
-                Arc::clone(&portfolio()[choice.index]),
-                choice.chunk,
-                Some(selected),
-                choice.measure,
-            ))
+            let method = selection.spec.method.name();
+            let parsed = Arc::clone(&portfolio()[choice.index]);
+            let lease = (choice.lease > 1).then(|| {
+                let left = LeaseCount::new((choice.lease - 1).into());
+                st.lease = Some(Lease {
+                    parsed: Arc::clone(&parsed),
+                    chunk: choice.chunk,
+                    iterations: spec.iterations,
+                    threads: spec.threads,
+                    method,
+                    left: Arc::clone(&left),
+                });
+                left
+            });
+            Ok(Resolution {
+                parsed,
+                chunk: choice.chunk,
+                selected: Some(Selected {
+                    method,
+                    phase: choice.phase.label(),
+                }),
+                measure: choice.measure,
+                lease,
+            })
         }
         None => unreachable!("resolved just above"),
     }

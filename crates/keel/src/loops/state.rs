@@ -114,6 +114,35 @@ pub(crate) struct LoopState {
     pub(crate) resolved: Option<(String, Resolved)>,
     pub(crate) record: LoopRecord,
     pub(crate) assignment: Option<CachedAssignment>,
+    /// Under `auto`, the unmeasured instances the selector leased to the
+    /// loop's current shape.
+    pub(crate) lease: Option<Lease>,
+}
+
+/// Instances of one loop shape that may run an exploited `auto` choice
+/// without asking the selector ([`keel_policy::select::Choice::lease`]).
+pub(crate) struct Lease {
+    pub(crate) parsed: Parsed,
+    pub(crate) chunk: Option<u64>,
+    pub(crate) iterations: u64,
+    pub(crate) threads: usize,
+    pub(crate) method: &'static str,
+    /// Instances left, shared with the workshare that keeps the
+    /// preparation of one of them (it takes its instances from here too).
+    pub(crate) left: LeaseCount,
+}
+
+/// A lease's count of instances left.
+pub(crate) type LeaseCount = std::sync::Arc<std::sync::atomic::AtomicU32>;
+
+/// Takes one instance from a lease; false once none is left.
+pub(crate) fn take_leased(left: &LeaseCount) -> bool {
+    left.fetch_update(
+        std::sync::atomic::Ordering::Relaxed,
+        std::sync::atomic::Ordering::Relaxed,
+        |n| n.checked_sub(1),
+    )
+    .is_ok()
 }
 
 /// A loop's state lives as long as the program, like the code of the loop

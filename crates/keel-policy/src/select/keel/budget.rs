@@ -49,6 +49,14 @@ impl Budget {
         }
     }
 
+    /// Takes back time counted for instances that never ran (a lease's
+    /// unused rest); the total never falls below zero.
+    pub fn remove_instances(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            self.total = (self.total - seconds).max(0.0);
+        }
+    }
+
     /// Charges an exploration instance's excess over the best schedule
     /// known (nothing when it was faster).
     pub fn charge(&mut self, excess: f64) {
