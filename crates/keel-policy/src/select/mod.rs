@@ -310,7 +310,7 @@ impl Record {
 
     /// Takes back the last `count` instances (fewer if fewer were stored
     /// in the last run or dropped): a lease's instances that never ran.
-    fn take_back(&mut self, count: u64) {
+    pub(crate) fn take_back(&mut self, count: u64) {
         let from_dropped = count.min(self.dropped);
         self.dropped -= from_dropped;
         let mut count = count - from_dropped;

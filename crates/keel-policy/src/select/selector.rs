@@ -396,6 +396,21 @@ impl LoopSelector {
         self.classes[self.last_class].machine.keel()?.settled_by()
     }
 
+    /// The record and the cost as they stand with the last lease's
+    /// `unrun` instances not yet run (a context showing a loop mid-lease):
+    /// those instances are not counted.
+    pub fn view_without_unrun(&self, unrun: u32) -> (Record, SelectionCost) {
+        let mut record = self.record.clone();
+        let mut cost = self.cost();
+        if let Some((_, lease, each)) = self.last_lease {
+            let unrun = unrun.min(lease - 1);
+            record.take_back(u64::from(unrun));
+            cost.unmeasured_instances -= u64::from(unrun);
+            cost.loop_seconds = (cost.loop_seconds - each * f64::from(unrun)).max(0.0);
+        }
+        (record, cost)
+    }
+
     /// What selection has cost this loop so far.
     pub fn cost(&self) -> SelectionCost {
         let mut cost = SelectionCost {

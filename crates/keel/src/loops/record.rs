@@ -275,14 +275,16 @@ pub struct SelectionTimeline {
 }
 
 impl SelectionTimeline {
-    fn of(selection: &Selection) -> Self {
-        let record = selection.selector.record();
+    /// The timeline of `selection`, with `unrun` leased instances that have
+    /// not run yet left out.
+    fn of(selection: &Selection, unrun: u32) -> Self {
+        let (record, cost) = selection.selector.view_without_unrun(unrun);
         SelectionTimeline {
             method: selection.spec.method.name(),
             runs: record.runs().to_vec(),
             exploration_instances: record.exploration_instances(),
             dropped: record.dropped(),
-            cost: selection.selector.cost(),
+            cost,
             settled_by: selection.selector.settled_by(),
         }
     }
@@ -292,7 +294,10 @@ impl SelectionTimeline {
 fn snapshot(state: &LoopState) -> LoopRecord {
     let mut record = state.record.clone();
     if let Some((_, Resolved::Auto(selection))) = &state.resolved {
-        record.selection = Some(SelectionTimeline::of(selection));
+        let unrun = state.lease.as_ref().map_or(0, |lease| {
+            lease.left.load(std::sync::atomic::Ordering::Relaxed)
+        });
+        record.selection = Some(SelectionTimeline::of(selection, unrun));
     }
     record
 }

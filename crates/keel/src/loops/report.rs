@@ -36,7 +36,9 @@ use super::record::{all_records, LoopId, LoopRecord, ScheduleRun};
 pub struct LoopReport {
     /// The loop's name (its [`LoopId`] as text).
     pub name: String,
-    /// Recorded instances.
+    /// Recorded instances (under `auto`, those it measured: short loops
+    /// are measured once in a few instances, and the selection's runs
+    /// count every instance).
     pub instances: u64,
     /// Σ T_par over the recorded instances, in seconds.
     pub total_time: f64,
@@ -227,7 +229,9 @@ mod tests {
         }
         let json = serde_json::to_string(&line).unwrap();
         let back: LoopReport = serde_json::from_str(&json).unwrap();
-        assert_eq!(back.name, "report-auto");
-        assert_eq!(back.instances, 20);
+        assert_eq!(back, line);
+        // A loop this short is measured only now and then; the selection's
+        // runs count every instance.
+        assert!((1..=20).contains(&back.instances), "{}", back.instances);
     }
 }
