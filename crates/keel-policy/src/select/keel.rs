@@ -183,6 +183,9 @@ pub struct KeelSel {
     warming: bool,
     /// Whether the held instance was the warm-up (whose time says nothing).
     held_warmup: bool,
+    /// Each schedule's rank by expected cost ([`KeelSel::rank_by_cost`]):
+    /// round 1's order and the tie-breaker.
+    order: [u8; PORTFOLIO_LEN],
     /// Per schedule, the sum of per-iteration times and the count of the
     /// instances it ran while held as the best so far: a schedule that
     /// became the best on one lucky sample is measured on and loses its
@@ -231,6 +234,7 @@ impl Default for KeelSel {
             warming: true,
             held_warmup: false,
             held: [(0.0, 0); PORTFOLIO_LEN],
+            order: std::array::from_fn(|i| i as u8),
         }
     }
 }
@@ -354,6 +358,7 @@ impl KeelSel {
             charged: charge.map(|g| (incumbent, g)),
             allowed: self.allowed,
             budget: self.budget,
+            order: self.order,
             warming: false,
             ..KeelSel::default()
         };
@@ -512,12 +517,34 @@ impl KeelSel {
         (0..PORTFOLIO_LEN).filter(move |i| set & (1 << i) != 0)
     }
 
-    /// The lowest index whose value is within [`TIE_MARGIN`] of the best.
-    fn cheapest_tie(set: u16, value: impl Fn(usize) -> f64) -> usize {
+    /// The cheapest member (lowest [`KeelSel::order`] rank) whose value is
+    /// within [`TIE_MARGIN`] of the best.
+    fn cheapest_tie(&self, set: u16, value: impl Fn(usize) -> f64) -> usize {
         let best = Self::members(set).map(&value).fold(f64::INFINITY, f64::min);
         Self::members(set)
-            .find(|&i| value(i) <= (1.0 + TIE_MARGIN) * best)
+            .filter(|&i| value(i) <= (1.0 + TIE_MARGIN) * best)
+            .min_by_key(|&i| self.order[i])
             .unwrap_or(0)
+    }
+
+    /// The member of `set` of lowest (`cheapest`) or highest rank.
+    fn by_rank(&self, set: u16, cheapest: bool) -> usize {
+        let ranked = Self::members(set).map(|i| (self.order[i], i));
+        let pick = if cheapest { ranked.min() } else { ranked.max() };
+        pick.map_or(0, |(_, i)| i)
+    }
+
+    /// Ranks the schedules by what they are expected to cost the loop
+    /// beyond their work (`costs[i]` for portfolio index `i`; ties keep
+    /// portfolio order, itself by increasing scheduling overhead): round 1
+    /// tries them cheapest first and ties go to the cheapest. Without a
+    /// ranking, portfolio order.
+    pub fn rank_by_cost(&mut self, costs: &[f64; PORTFOLIO_LEN]) {
+        let mut indices: [usize; PORTFOLIO_LEN] = std::array::from_fn(|i| i);
+        indices.sort_by(|&a, &b| costs[a].total_cmp(&costs[b]).then(a.cmp(&b)));
+        for (rank, &i) in indices.iter().enumerate() {
+            self.order[i] = rank as u8;
+        }
     }
 
     fn observe_exploration(&mut self, x: f64, lib: f64, scale: f64) {
@@ -558,7 +585,7 @@ impl KeelSel {
                 .filter(|&j| first(j) <= near_bound)
                 .fold(0u16, |set, j| set | (1 << j));
             if balanced_set != 0 {
-                let winner = Self::cheapest_tie(balanced_set, first);
+                let winner = self.cheapest_tie(balanced_set, first);
                 self.exploit(winner, SettledBy::ImbalanceBound);
                 return;
             }
@@ -621,7 +648,7 @@ impl KeelSel {
         self.round += 1;
         if self.active.count_ones() <= 1 || self.round >= ROUNDS || resolved {
             let scores = self.final_scores(self.active);
-            let winner = Self::cheapest_tie(self.active, |j| scores[j]);
+            let winner = self.cheapest_tie(self.active, |j| scores[j]);
             let settled_by = if self.active.count_ones() <= 1 && self.allowed == 1 {
                 SettledBy::Overhead
             } else if self.active.count_ones() <= 1 {
@@ -653,13 +680,11 @@ impl Select for KeelSel {
                 let incumbent_untried = self
                     .incumbent
                     .filter(|&i| self.round == 0 && set & (1 << i) != 0);
-                // Even rounds walk the portfolio upwards, odd rounds down.
+                // Even rounds walk the ranking upwards, odd rounds down.
                 let next = if let Some(i) = incumbent_untried {
                     i
-                } else if self.round.is_multiple_of(2) {
-                    set.trailing_zeros() as usize
                 } else {
-                    15 - set.leading_zeros() as usize
+                    self.by_rank(set, self.round.is_multiple_of(2))
                 };
                 self.current = next.min(PORTFOLIO_LEN - 1);
                 let phase = if self.explorations > 1 {

@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::cost::{DispatchCost, LoopModel};
+use super::cost::{predicted_chunks, DispatchCost, LoopModel};
 use super::{
     expert_chunk, AutoSpec, Choice, ExhaustiveSel, ExpertSel, KeelSel, Measurement, Method, Phase,
     RandomSel, Record, Select, SettledBy, PORTFOLIO_LEN,
@@ -303,14 +303,18 @@ impl LoopSelector {
                 c.unmeasured_left = c.model.measure_interval(&cost, iterations, threads) - 1;
             } else {
                 let mut allowed = 0u16;
-                for index in 0..PORTFOLIO_LEN {
+                let mut overheads = [0.0; PORTFOLIO_LEN];
+                for (index, overhead) in overheads.iter_mut().enumerate() {
                     let chunk = chunk_for(&c.model, index).unwrap_or(1);
                     if c.model.affordable(&cost, index, iterations, threads, chunk) {
                         allowed |= 1 << index;
                     }
+                    *overhead = predicted_chunks(index, iterations, threads as f64, chunk)
+                        * cost.chunk_cost(index);
                 }
                 if let Machine::Keel(m) = &mut c.machine {
                     m.restrict(allowed);
+                    m.rank_by_cost(&overheads);
                 }
             }
         }

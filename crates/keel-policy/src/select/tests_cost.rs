@@ -267,3 +267,27 @@ fn a_lease_counts_its_instances_once_and_its_unused_rest_can_be_handed_back() {
     // Handing back twice, or without a lease, changes nothing.
     sel.return_lease(5);
 }
+
+#[test]
+fn round_one_tries_the_schedules_cheapest_first_by_predicted_claims() {
+    let mut sel = AutoSpec::new(Method::Keel)
+        .selector(0)
+        .with_cost(cost(50e-9));
+    let mut tried = Vec::new();
+    for _ in 0..14 {
+        let choice = sel.choose(4_000_000, 2);
+        if choice.phase == Phase::Explore && !tried.contains(&choice.index) {
+            tried.push(choice.index);
+        }
+        // Imbalanced alike (no bound ends round 1 early), and alike in
+        // time (nothing is charged to the budget).
+        sel.observe(&Measurement::new(0.004, 30.0).with_iterations(4_000_000))
+            .unwrap();
+    }
+    let names: Vec<&str> = tried.iter().map(|&i| AUTO4OMP_PORTFOLIO[i]).collect();
+    assert_eq!(names.first(), Some(&"static"), "{names:?}");
+    assert_eq!(names.get(1), Some(&"static-steal"), "{names:?}");
+    // SS hands out the most chunks at its floor: it comes last.
+    assert_eq!(names.last(), Some(&"ss"), "{names:?}");
+    assert_eq!(names.len(), PORTFOLIO_LEN, "{names:?}");
+}

@@ -6,17 +6,16 @@
 //!   shared counter, and under a team claiming at once the counter's cache
 //!   line moves between cores on every claim. Two threads (one where the
 //!   process may use a single CPU) take turns incrementing one counter;
-//!   the time per increment per thread, plus the claim path's own work
-//!   timed uncontended on the same counter, is the cost of a claim.
+//!   the time per increment per thread, plus the claim path's own work —
+//!   a one-thread [`Workshare`](super::Workshare) under `dynamic,1`
+//!   pulled chunk by chunk through its [`Cursor`](super::Cursor), the
+//!   path the OpenMP interposer's `GOMP_loop_*_next` takes — is the cost
+//!   of a claim.
 //! - **Per clock read**: `Instant::now()` timed back to back.
 //! - **Per measured instance**: what `auto` adds to an instance it
 //!   measures: two clock reads per participant and the selector's
 //!   `choose` + `observe` (timed on a scratch selector that exploits),
 //!   with the record's update counted as one more selector step.
-//!
-//! A context that dispatches through more code (the OpenMP interposer's
-//! entry points) adds its own per-chunk cost with [`publish_extra_per_chunk`]
-//! before its first loop.
 //!
 //! ```
 //! let cost = keel::loops::dispatch_cost();
@@ -41,24 +40,11 @@ const CLOCK_READS: u32 = 1 << 12;
 const SELECTOR_STEPS: u32 = 256;
 
 static MEASURED: OnceLock<DispatchCost> = OnceLock::new();
-static EXTRA_PER_CHUNK: OnceLock<f64> = OnceLock::new();
 
 /// The dispatch cost of this process, measured on first use (about a
 /// millisecond) and then kept.
 pub fn dispatch_cost() -> DispatchCost {
-    let mut cost = *MEASURED.get_or_init(measure);
-    cost.per_chunk += EXTRA_PER_CHUNK.get().copied().unwrap_or(0.0);
-    cost
-}
-
-/// Adds `seconds` to every chunk's measured cost: for a context whose
-/// threads reach a claim through more code than Keel's own (an ABI entry
-/// point, a thread-local lookup). The first value published counts; a
-/// non-finite or negative one is ignored.
-pub fn publish_extra_per_chunk(seconds: f64) {
-    if seconds.is_finite() && seconds >= 0.0 {
-        let _ = EXTRA_PER_CHUNK.set(seconds);
-    }
+    *MEASURED.get_or_init(measure)
 }
 
 fn measure() -> DispatchCost {
@@ -80,6 +66,37 @@ fn clock_read() -> f64 {
     start.elapsed().as_secs_f64() / f64::from(CLOCK_READS)
 }
 
+/// Seconds per chunk of a one-thread `dynamic,1` workshare pulled through
+/// its cursor (the counter's increment included).
+#[cfg(not(loom))]
+fn uncontended_claim() -> f64 {
+    use super::{LoopId, Schedule, Workshare};
+    let Ok(schedule) = "dynamic,1".parse::<Schedule>() else {
+        return 0.0;
+    };
+    let work = std::sync::Arc::new(Workshare::pulled(
+        LoopId::named("keel:dispatch-cost"),
+        &schedule,
+        CLAIMS,
+        1,
+    ));
+    let Ok(mut cursor) = Workshare::join(work, 0) else {
+        return 0.0;
+    };
+    let start = Instant::now();
+    let mut chunks = 0u64;
+    while let Some(range) = cursor.next() {
+        black_box(range);
+        chunks += 1;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    drop(cursor.leave());
+    elapsed / chunks.max(1) as f64
+}
+
+/// Under loom the workshare's atomics exist only inside a model: the bare
+/// increment stands in.
+#[cfg(loom)]
 fn uncontended_claim() -> f64 {
     let counter = CachePadded::new(AtomicU64::new(0));
     let start = Instant::now();

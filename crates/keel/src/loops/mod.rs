@@ -62,7 +62,7 @@ use crate::pool::{self, PoolError, ThreadPool};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
-pub use cost::{dispatch_cost, publish_extra_per_chunk};
+pub use cost::dispatch_cost;
 pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
 pub use instance::record_all;

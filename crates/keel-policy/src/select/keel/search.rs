@@ -59,7 +59,7 @@ impl KeelSel {
         let sampled = (0..PORTFOLIO_LEN)
             .filter(|&j| self.counts[j] > 0)
             .fold(0u16, |set, j| set | (1 << j));
-        (sampled != 0).then(|| Self::cheapest_tie(sampled, |j| self.estimate(j)))
+        (sampled != 0).then(|| self.cheapest_tie(sampled, |j| self.estimate(j)))
     }
 
     /// Schedule `j`'s time per iteration in this search: its median sample,

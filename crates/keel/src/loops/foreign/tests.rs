@@ -416,3 +416,60 @@ fn lean_dynamic_cursors_end_at_the_chunk_that_ends_the_loop() {
         assert_eq!(summary.chunks, n.div_ceil(k));
     }
 }
+
+/// An `auto` loop of a few microseconds renewed the interposer's way: its
+/// exploited choice is leased, the leased instances run from the kept
+/// preparation, and every iteration of every instance runs once; the
+/// selection's timeline counts every instance once.
+#[test]
+fn leased_auto_instances_of_a_renewed_workshare_run_exactly_once() {
+    let id = LoopId::named("pulled/leased-auto");
+    let schedule: crate::loops::Schedule = "auto".parse().unwrap();
+    let mut work = super::Workshare::pulled(id.clone(), &schedule, 16, 2);
+    let instances = 600u64;
+    for round in 0..instances {
+        if round > 0 {
+            // One size change midway ends the lease in force.
+            let n = if round == instances / 2 { 17 } else { 16 };
+            work.renew_same_loop(&schedule, n);
+        }
+        let n = if round == instances / 2 { 17 } else { 16 };
+        let shared = std::sync::Arc::new(work);
+        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|s| {
+            for me in 0..2 {
+                let (shared, counts) = (std::sync::Arc::clone(&shared), &counts);
+                s.spawn(move || {
+                    let mut cursor = shared.join(me).unwrap();
+                    while let Some(chunk) = cursor.next() {
+                        for i in chunk {
+                            counts[i as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    drop(cursor.leave());
+                });
+            }
+        });
+        assert!(
+            counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+            "instance {round}"
+        );
+        work = std::sync::Arc::into_inner(shared).expect("every cursor is gone");
+    }
+    let line = crate::loops::report()
+        .into_iter()
+        .find(|l| l.name == "pulled/leased-auto")
+        .expect("auto keeps a timeline");
+    let selection = line.selection.expect("auto");
+    let counted: u64 = selection.runs.iter().map(|r| r.instances).sum();
+    assert_eq!(counted, instances, "{:?}", selection.runs);
+    let cost = selection.cost.expect("kept");
+    // Instances of tens of microseconds (two threads spawned for each)
+    // are measured once in a few; each instance is measured or leased.
+    assert!(cost.unmeasured_instances > 0, "{cost:?}");
+    assert_eq!(
+        line.instances + cost.unmeasured_instances,
+        instances,
+        "{cost:?}"
+    );
+}
