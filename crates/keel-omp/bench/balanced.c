@@ -11,20 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 int main(int argc, char **argv) {
     long iterations, work, steps;
     if (argc != 4 || !count(argv[1], 1, 1L << 24, &iterations) || !count(argv[2], 1, 1L << 30, &work) ||
         !count(argv[3], 1, 1L << 24, &steps)) {
-        fprintf(stderr, "usage: balanced ITERATIONS WORK STEPS\n");
-        return 2;
+        return usage("balanced ITERATIONS WORK STEPS");
     }
     unsigned long long *state = calloc((size_t)iterations, sizeof *state);
     if (!state) return 1;

@@ -18,22 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define ALPHA 0.5
+#include "bench_args.h"
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#define ALPHA 0.5
 
 int main(int argc, char **argv) {
     long b, ppu, steps;
     if (argc < 4 || !count(argv[1], 1, 64, &b) || !count(argv[2], 1, 100, &ppu) ||
         !count(argv[3], 1, 1 << 20, &steps) || argc != 4 + b * b * b) {
-        fprintf(stderr, "usage: lavamd BOXES1D PPU STEPS UNITS... (BOXES1D^3 of them)\n");
-        return 2;
+        return usage("lavamd BOXES1D PPU STEPS UNITS... (BOXES1D^3 of them)");
     }
     long nboxes = b * b * b;
     long *n = malloc(sizeof *n * (size_t)nboxes);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_args.h"
+
 static const double CENTRE_X = -0.743643887037151;
 static const double CENTRE_Y = 0.13182590420533;
 
@@ -42,22 +44,13 @@ static unsigned escape_time(double cx, double cy, unsigned max_iter) {
     return n;
 }
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 int main(int argc, char **argv) {
     long width, height, max_iter, steps;
     double start, zoom;
     char *e1, *e2;
     if (argc != 7 || !count(argv[1], 1, 1 << 14, &width) || !count(argv[2], 1, 1 << 14, &height) ||
         !count(argv[3], 1, 1 << 20, &max_iter) || !count(argv[4], 1, 1 << 20, &steps)) {
-        fprintf(stderr, "usage: mandelbrot WIDTH HEIGHT MAX_ITER STEPS START ZOOM\n");
-        return 2;
+        return usage("mandelbrot WIDTH HEIGHT MAX_ITER STEPS START ZOOM");
     }
     start = strtod(argv[5], &e1);
     zoom = strtod(argv[6], &e2);

@@ -24,13 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 #define MASK 0xffffffffULL
 #define UP 1518500250ULL /* 2^32 * 2^-1.5: the chance of one more octave */
@@ -81,8 +75,7 @@ int main(int argc, char **argv) {
         !count(argv[3], 1, 1L << 20, &max_iter) || !count(argv[4], 1, 1L << 24, &tasks) ||
         !count(argv[5], 1, 1L << 20, &unit) || !count(argv[6], 1, 1L << 28, &n) ||
         !count(argv[7], 1, 1L << 24, &steps)) {
-        fprintf(stderr, "usage: multi_loop WIDTH HEIGHT MAX_ITER TASKS UNIT N STEPS\n");
-        return 2;
+        return usage("multi_loop WIDTH HEIGHT MAX_ITER TASKS UNIT N STEPS");
     }
     unsigned long long *rows = malloc((size_t)height * sizeof *rows);
     long *cost = malloc((size_t)tasks * sizeof *cost);

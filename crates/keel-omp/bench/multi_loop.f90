@@ -12,8 +12,9 @@
 !         times + task states + the triad's bit halves> loop.mandel=<s>
 !         loop.tasks=<s> loop.triad=<s>
 program multi_loop
-  use, intrinsic :: iso_fortran_env, only: int64, real64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int64, real64
   use omp_lib
+  use bench_io
   implicit none
   integer(int64), parameter :: mask = 4294967295_int64
   integer(int64), parameter :: up = 1518500250_int64, octaves = 10, smallest = 8
@@ -28,8 +29,7 @@ program multi_loop
              .and. count_arg(3, 1_int64, 2_int64**20, max_iter) .and. count_arg(4, 1_int64, 2_int64**24, tasks) &
              .and. count_arg(5, 1_int64, 2_int64**20, unit) .and. count_arg(6, 1_int64, 2_int64**28, n) &
              .and. count_arg(7, 1_int64, 2_int64**24, steps)) .or. command_argument_count() /= 7) then
-    write (error_unit, '(a)') 'usage: multi_loop WIDTH HEIGHT MAX_ITER TASKS UNIT N STEPS'
-    stop 2, quiet=.true.
+    call usage('multi_loop WIDTH HEIGHT MAX_ITER TASKS UNIT N STEPS')
   end if
   seed = 4049
   allocate (rows(0:height - 1), cost(0:tasks - 1), state(0:tasks - 1), a(n, 0:2))
@@ -133,38 +133,5 @@ contains
       bits = transfer(v(i), 0_int64)
       halves = halves + iand(bits, mask) + ishft(bits, -32)
     end do
-  end function
-
-  ! Argument k as an integer in [lo, hi].
-  logical function count_arg(k, lo, hi, v)
-    integer, intent(in) :: k
-    integer(int64), intent(in) :: lo, hi
-    integer(int64), intent(out) :: v
-    character(len=64) :: text
-    integer :: status
-    v = 0
-    count_arg = .false.
-    call get_command_argument(k, text, status=status)
-    if (status /= 0 .or. len_trim(text) == 0 .or. verify(trim(text), '0123456789') /= 0) return
-    read (text, *, iostat=status) v
-    count_arg = status == 0 .and. v >= lo .and. v <= hi
-  end function
-
-  ! Seconds as C's %.9f prints them (with the leading zero f0.9 leaves out).
-  function seconds_text(s) result(text)
-    real(real64), intent(in) :: s
-    character(len=:), allocatable :: text
-    character(len=40) :: buf
-    write (buf, '(f0.9)') s
-    text = trim(adjustl(buf))
-    if (text(1:1) == '.') text = '0'//text
-  end function
-
-  function int_text(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write (buf, '(i0)') v
-    text = trim(buf)
   end function
 end program

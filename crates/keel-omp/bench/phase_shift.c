@@ -15,21 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 int main(int argc, char **argv) {
     long n, work, steps, head, heavy;
     if (argc != 6 || !count(argv[1], 1, 1L << 24, &n) || !count(argv[2], 1, 1L << 20, &work) ||
         !count(argv[3], 1, 1L << 24, &steps) || !count(argv[4], 0, 1L << 24, &head) ||
         !count(argv[5], 1, 1L << 20, &heavy) || head > n) {
-        fprintf(stderr, "usage: phase_shift N WORK STEPS HEAD HEAVY (HEAD <= N)\n");
-        return 2;
+        return usage("phase_shift N WORK STEPS HEAD HEAVY (HEAD <= N)");
     }
     unsigned long long *state = malloc((size_t)n * sizeof *state);
     if (!state) return 1;

@@ -16,13 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 #define MASK 0xffffffffULL
 
@@ -43,8 +37,7 @@ static unsigned long long next(void) {
 int main(int argc, char **argv) {
     long rows, steps;
     if (argc != 3 || !count(argv[1], 1, 1L << 22, &rows) || !count(argv[2], 1, 1L << 24, &steps)) {
-        fprintf(stderr, "usage: sparse ROWS STEPS\n");
-        return 2;
+        return usage("sparse ROWS STEPS");
     }
     long *start = malloc((size_t)(rows + 1) * sizeof *start);
     if (!start) return 1;

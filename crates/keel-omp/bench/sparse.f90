@@ -10,8 +10,9 @@
 ! prints: loop_seconds=<time inside the loops> checksum=<sum of the rows'
 !         low 32 bits after every step> loop.spmv=<the same time>
 program sparse
-  use, intrinsic :: iso_fortran_env, only: int64, real64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int64, real64
   use omp_lib
+  use bench_io
   implicit none
   integer(int64), parameter :: mask = 4294967295_int64
   ! 2^32 * 2^-1.5: the chance of going up one more octave.
@@ -22,8 +23,7 @@ program sparse
 
   if (.not. (count_arg(1, 1_int64, 2_int64**22, rows) .and. count_arg(2, 1_int64, 2_int64**24, steps)) &
       .or. command_argument_count() /= 2) then
-    write (error_unit, '(a)') 'usage: sparse ROWS STEPS'
-    stop 2, quiet=.true.
+    call usage('sparse ROWS STEPS')
   end if
   seed = 2024
   allocate (start(0:rows), x(0:rows - 1), y(0:rows - 1))
@@ -77,38 +77,5 @@ contains
   integer(int64) function next()
     seed = iand(seed * 1664525_int64 + 1013904223_int64, mask)
     next = seed
-  end function
-
-  ! Argument k as an integer in [lo, hi].
-  logical function count_arg(k, lo, hi, v)
-    integer, intent(in) :: k
-    integer(int64), intent(in) :: lo, hi
-    integer(int64), intent(out) :: v
-    character(len=64) :: text
-    integer :: status
-    v = 0
-    count_arg = .false.
-    call get_command_argument(k, text, status=status)
-    if (status /= 0 .or. len_trim(text) == 0 .or. verify(trim(text), '0123456789') /= 0) return
-    read (text, *, iostat=status) v
-    count_arg = status == 0 .and. v >= lo .and. v <= hi
-  end function
-
-  ! Seconds as C's %.9f prints them (with the leading zero f0.9 leaves out).
-  function seconds_text(s) result(text)
-    real(real64), intent(in) :: s
-    character(len=:), allocatable :: text
-    character(len=40) :: buf
-    write (buf, '(f0.9)') s
-    text = trim(adjustl(buf))
-    if (text(1:1) == '.') text = '0'//text
-  end function
-
-  function int_text(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write (buf, '(i0)') v
-    text = trim(buf)
   end function
 end program

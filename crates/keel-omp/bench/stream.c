@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 /* The halves of a double's bits, summed: below 2^33 per element, so a sum
  * over fewer than 2^30 elements needs no wrap-around (the Fortran version
@@ -38,8 +32,7 @@ static unsigned long long halves(const double *v, long n) {
 int main(int argc, char **argv) {
     long n, steps;
     if (argc != 3 || !count(argv[1], 1, 1L << 28, &n) || !count(argv[2], 1, 1L << 24, &steps)) {
-        fprintf(stderr, "usage: stream N STEPS\n");
-        return 2;
+        return usage("stream N STEPS");
     }
     double *arrays[3];
     for (int k = 0; k < 3; k++) {

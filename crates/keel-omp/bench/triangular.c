@@ -13,13 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 /* Values stay below 2^32 and products below 2^53: the Fortran version
  * computes the same in signed 64-bit integers without overflow. */
@@ -32,8 +26,7 @@ int main(int argc, char **argv) {
     long n, unit, steps;
     if (argc != 4 || !count(argv[1], 1, 1L << 20, &n) || !count(argv[2], 1, 1L << 20, &unit) ||
         !count(argv[3], 1, 1L << 24, &steps)) {
-        fprintf(stderr, "usage: triangular N UNIT STEPS\n");
-        return 2;
+        return usage("triangular N UNIT STEPS");
     }
     unsigned long long *state = malloc((size_t)n * sizeof *state);
     if (!state) return 1;

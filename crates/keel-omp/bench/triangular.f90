@@ -7,8 +7,9 @@
 ! prints: loop_seconds=<time inside the loops> checksum=<sum of the states
 !         after every step> loop.rows=<the same time>
 program triangular
-  use, intrinsic :: iso_fortran_env, only: int64, real64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int64, real64
   use omp_lib
+  use bench_io
   implicit none
   integer(int64), parameter :: mask = 4294967295_int64
   integer(int64) :: n, unit, steps, i, k, step, x, checksum
@@ -17,8 +18,7 @@ program triangular
 
   if (.not. (count_arg(1, 1_int64, 2_int64**20, n) .and. count_arg(2, 1_int64, 2_int64**20, unit) &
              .and. count_arg(3, 1_int64, 2_int64**24, steps)) .or. command_argument_count() /= 3) then
-    write (error_unit, '(a)') 'usage: triangular N UNIT STEPS'
-    stop 2, quiet=.true.
+    call usage('triangular N UNIT STEPS')
   end if
   allocate (state(0:n - 1))
   do i = 0, n - 1
@@ -43,39 +43,4 @@ program triangular
   end do
   print '(6a)', 'loop_seconds=', seconds_text(seconds), ' checksum=', int_text(checksum), &
     ' loop.rows=', seconds_text(seconds)
-
-contains
-
-  ! Argument k as an integer in [lo, hi].
-  logical function count_arg(k, lo, hi, v)
-    integer, intent(in) :: k
-    integer(int64), intent(in) :: lo, hi
-    integer(int64), intent(out) :: v
-    character(len=64) :: text
-    integer :: status
-    v = 0
-    count_arg = .false.
-    call get_command_argument(k, text, status=status)
-    if (status /= 0 .or. len_trim(text) == 0 .or. verify(trim(text), '0123456789') /= 0) return
-    read (text, *, iostat=status) v
-    count_arg = status == 0 .and. v >= lo .and. v <= hi
-  end function
-
-  ! Seconds as C's %.9f prints them (with the leading zero f0.9 leaves out).
-  function seconds_text(s) result(text)
-    real(real64), intent(in) :: s
-    character(len=:), allocatable :: text
-    character(len=40) :: buf
-    write (buf, '(f0.9)') s
-    text = trim(adjustl(buf))
-    if (text(1:1) == '.') text = '0'//text
-  end function
-
-  function int_text(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write (buf, '(i0)') v
-    text = trim(buf)
-  end function
 end program

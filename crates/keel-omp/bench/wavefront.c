@@ -18,13 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int count(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
+#include "bench_args.h"
 
 #define MASK 0xffffffffULL
 #define LOW 0xfffffULL /* the cell's low 20 bits: its work's result */
@@ -39,8 +33,7 @@ int main(int argc, char **argv) {
     long m, work, sweeps;
     if (argc != 4 || !count(argv[1], 1, 1L << 13, &m) || !count(argv[2], 1, 1L << 20, &work) ||
         !count(argv[3], 1, 1L << 20, &sweeps)) {
-        fprintf(stderr, "usage: wavefront M WORK SWEEPS\n");
-        return 2;
+        return usage("wavefront M WORK SWEEPS");
     }
     long w = m + 1;
     unsigned long long *h = calloc((size_t)(w * w), sizeof *h);

@@ -11,8 +11,9 @@
 ! prints: loop_seconds=<time inside the loops> checksum=<sum of the cells
 !         after every sweep> loop.diagonal=<the same time>
 program wavefront
-  use, intrinsic :: iso_fortran_env, only: int64, real64, error_unit
+  use, intrinsic :: iso_fortran_env, only: int64, real64
   use omp_lib
+  use bench_io
   implicit none
   integer(int64), parameter :: mask = 4294967295_int64, low = 1048575_int64
   integer(int64) :: m, work, sweeps, sweep, p, d, lo, hi, i, j, k, up, left, diag, score, x, checksum
@@ -21,8 +22,7 @@ program wavefront
 
   if (.not. (count_arg(1, 1_int64, 2_int64**13, m) .and. count_arg(2, 1_int64, 2_int64**20, work) &
              .and. count_arg(3, 1_int64, 2_int64**20, sweeps)) .or. command_argument_count() /= 3) then
-    write (error_unit, '(a)') 'usage: wavefront M WORK SWEEPS'
-    stop 2, quiet=.true.
+    call usage('wavefront M WORK SWEEPS')
   end if
   allocate (h(0:m, 0:m), a(m), b(m))
   h = 0
@@ -70,38 +70,5 @@ contains
   integer(int64) function letter(p, salt)
     integer(int64), intent(in) :: p, salt
     letter = mod(iand(p * 2654435761_int64, mask) + salt * 40503_int64, 4_int64)
-  end function
-
-  ! Argument k as an integer in [lo, hi].
-  logical function count_arg(k, lo, hi, v)
-    integer, intent(in) :: k
-    integer(int64), intent(in) :: lo, hi
-    integer(int64), intent(out) :: v
-    character(len=64) :: text
-    integer :: status
-    v = 0
-    count_arg = .false.
-    call get_command_argument(k, text, status=status)
-    if (status /= 0 .or. len_trim(text) == 0 .or. verify(trim(text), '0123456789') /= 0) return
-    read (text, *, iostat=status) v
-    count_arg = status == 0 .and. v >= lo .and. v <= hi
-  end function
-
-  ! Seconds as C's %.9f prints them (with the leading zero f0.9 leaves out).
-  function seconds_text(s) result(text)
-    real(real64), intent(in) :: s
-    character(len=:), allocatable :: text
-    character(len=40) :: buf
-    write (buf, '(f0.9)') s
-    text = trim(adjustl(buf))
-    if (text(1:1) == '.') text = '0'//text
-  end function
-
-  function int_text(v) result(text)
-    integer(int64), intent(in) :: v
-    character(len=:), allocatable :: text
-    character(len=24) :: buf
-    write (buf, '(i0)') v
-    text = trim(buf)
   end function
 end program

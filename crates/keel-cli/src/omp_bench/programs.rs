@@ -43,6 +43,11 @@ const LAVAMD_C: &str = include_str!("../../../keel-omp/bench/lavamd.c");
 const BALANCED_C: &str = include_str!("../../../keel-omp/bench/balanced.c");
 const SHORT_C: &str = include_str!("../../../keel-omp/bench/short.c");
 
+/// The C programs' shared argument helpers (`#include "bench_args.h"`).
+const BENCH_ARGS_H: &str = include_str!("../../../keel-omp/bench/bench_args.h");
+/// The Fortran programs' shared helpers (`use bench_io`).
+const BENCH_IO_F90: &str = include_str!("../../../keel-omp/bench/bench_io.f90");
+
 /// The balanced loop: 256 iterations of 2000 dependent multiply-adds each
 /// (an instance of about 0.6 ms at 2 threads, above the 100 µs below which
 /// a dispatcher's own cost would show), 30 steps.
@@ -154,13 +159,27 @@ fn spec_params(spec: &str) -> Vec<(String, String)> {
 /// Writes each program's source into `dir` and compiles it with
 /// `<compiler> -fopenmp -O2` (the C source, or under gfortran the Fortran
 /// one: a program without one is refused); returns the executables in the
-/// programs' order.
+/// programs' order. The shared helpers go into `dir` too: the C programs
+/// include `bench_args.h` from their own folder, and gfortran compiles
+/// `bench_io.f90` with each program, its `.mod` file kept in `dir` (`-J`)
+/// rather than the working directory.
 pub fn compile(
     programs: &[Program],
     dir: &Path,
     compiler: Compiler,
 ) -> Result<Vec<PathBuf>, CliError> {
     let cc = compiler.command();
+    let module = match compiler {
+        Compiler::Gfortran => {
+            let module = dir.join("bench_io.f90");
+            std::fs::write(&module, BENCH_IO_F90)?;
+            Some(module)
+        }
+        Compiler::Gcc | Compiler::Clang => {
+            std::fs::write(dir.join("bench_args.h"), BENCH_ARGS_H)?;
+            None
+        }
+    };
     programs
         .iter()
         .map(|p| {
@@ -176,9 +195,12 @@ pub fn compile(
             let source = dir.join(format!("{}.{ext}", p.stem));
             let exe = dir.join(p.stem);
             std::fs::write(&source, text)?;
-            let out = Command::new(cc)
-                .args(["-fopenmp", "-O2", "-o"])
-                .arg(&exe)
+            let mut command = Command::new(cc);
+            command.args(["-fopenmp", "-O2", "-o"]).arg(&exe);
+            if let Some(module) = &module {
+                command.arg("-J").arg(dir).arg(module);
+            }
+            let out = command
                 .arg(&source)
                 .arg("-lm")
                 .output()
