@@ -1,4 +1,4 @@
-//! The per-loop goals of the workloads that time each loop (issue 37):
+//! The per-loop goals of the workloads that time each loop:
 //! `auto` against the sum over loops of each loop's best fixed
 //! configuration, each loop against its own best, and each loop against
 //! the runtime's `static`.

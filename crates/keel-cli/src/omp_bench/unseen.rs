@@ -1,5 +1,5 @@
 //! The seven workloads of characters `auto`'s selector was not developed
-//! on (issue 37): a memory-bound stream, a triangular loop, a wavefront,
+//! on: a memory-bound stream, a triangular loop, a wavefront,
 //! many short balanced loops, a power-law sparse loop, a loop whose best
 //! schedule changes midway, and a program of three loops that want
 //! different schedules. Their sizes were fixed before `auto` was measured
