@@ -2,7 +2,6 @@
 //! boundaries, and `omp_set_schedule`, mirrored process-wide.
 
 use std::ffi::{c_int, c_long, c_uint, c_void};
-use std::sync::Arc;
 
 use crate::bounds::Bounds;
 use crate::settings::{self, Kind};
@@ -23,7 +22,7 @@ fn run_region(
     let region = Region {
         body,
         data,
-        team: Arc::new(Team::new()),
+        team: Team::for_region(),
         preset,
     };
     // SAFETY: `region` outlives the call, which returns when every thread
@@ -36,6 +35,7 @@ fn run_region(
             flags,
         )
     }
+    Team::recycle(region.team);
 }
 
 /// libgomp's `GOMP_parallel`: a parallel region, its team wrapped.

@@ -120,14 +120,15 @@ unsafe extern "C" fn parallel_begin(
 ) {
     guard(|| {
         if !parallel.is_null() {
-            let team = Arc::into_raw(Arc::new(Team::new()));
+            let team = Arc::into_raw(Team::for_region());
             // SAFETY: the runtime's region data, ours to write.
             unsafe { (*parallel).ptr = team as *mut c_void };
         }
     })
 }
 
-/// A region ends: its descriptor goes (threads still inside an implicit
+/// A region ends: its descriptor goes, kept for this thread's next region
+/// when no thread holds it any more (threads still inside an implicit
 /// task hold their own references).
 unsafe extern "C" fn parallel_end(
     parallel: *mut OmptData,
@@ -143,7 +144,7 @@ unsafe extern "C" fn parallel_end(
         let team = unsafe { std::mem::replace(&mut (*parallel).ptr, std::ptr::null_mut()) };
         if !team.is_null() {
             // SAFETY: the reference `parallel_begin` made.
-            drop(unsafe { Arc::from_raw(team as *const Team) });
+            Team::recycle(unsafe { Arc::from_raw(team as *const Team) });
         }
     })
 }

@@ -65,17 +65,32 @@ unsafe impl<D: Send + Sync> Sync for Ring<D> {}
 // SAFETY: as above; the ring owns its decisions.
 unsafe impl<D: Send> Send for Ring<D> {}
 
+impl<D> Slot<D> {
+    /// Slot `seq` of a new ring: free for loop `seq`.
+    fn free_for(seq: u64) -> Self {
+        Slot {
+            word: AtomicU64::new(word(seq, FREE)),
+            passed: AtomicUsize::new(0),
+            decision: UnsafeCell::new(None),
+        }
+    }
+}
+
 impl<D: Clone> Ring<D> {
     /// A ring of `slots` loops (at least one).
     pub(crate) fn new(slots: usize) -> Self {
-        let slots = (0..slots.max(1) as u64)
-            .map(|seq| Slot {
-                word: AtomicU64::new(word(seq, FREE)),
-                passed: AtomicUsize::new(0),
-                decision: UnsafeCell::new(None),
-            })
-            .collect();
+        let slots = (0..slots.max(1) as u64).map(Slot::free_for).collect();
         Ring { slots }
+    }
+
+    /// Makes the ring as [`new`](Self::new) made it, for a team whose
+    /// threads count their loops from 0 again, without allocating; any
+    /// decision left in a slot (a loop some thread never reached) goes.
+    /// `&mut`: no thread is in the ring.
+    pub(crate) fn reset(&mut self) {
+        for (seq, slot) in (0u64..).zip(self.slots.iter_mut()) {
+            *slot = Slot::free_for(seq);
+        }
     }
 
     /// A thread's arrival at the team's loop `seq`, in a team of `threads`

@@ -18,7 +18,7 @@
 //! record's (it is the master of such a team nested in a wrapped one),
 //! forwards its loops; so does every other thread of that team, alike.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use keel::loops::{Cursor, Workshare};
@@ -62,12 +62,45 @@ enum Decision {
     Forward,
 }
 
+thread_local! {
+    /// The team of the last region this thread began, reset, for its next
+    /// one: a region of some microseconds would otherwise spend about a
+    /// fifth of what wrapping it costs allocating, filling and freeing a
+    /// ring (and give its last call site's workshare back to the site
+    /// table, to fetch it again under the table's lock).
+    static SPARE_TEAM: Cell<Option<Arc<Team>>> = const { Cell::new(None) };
+}
+
 impl Team {
     pub(crate) fn new() -> Self {
         Team {
             ring: Ring::new(RING),
             recent: OwnLines(Mutex::new(None)),
         }
+    }
+
+    /// A team for a region this thread begins: the one it kept from its
+    /// last region ([`recycle`](Self::recycle)), or a new one.
+    pub(crate) fn for_region() -> Arc<Team> {
+        SPARE_TEAM
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Arc::new(Team::new()))
+    }
+
+    /// Keeps `team`, whose region this thread began and which has ended,
+    /// for the thread's next region: its ring reset (the next region's
+    /// threads count their loops from 0), its last call site's workshare
+    /// kept. A team some thread still holds is not kept.
+    pub(crate) fn recycle(mut team: Arc<Team>) {
+        let Some(unused) = Arc::get_mut(&mut team) else {
+            return;
+        };
+        unused.ring.reset();
+        // Without the thread-local (the thread is exiting) the team is
+        // dropped as it would have been.
+        let _ = SPARE_TEAM.try_with(move |spare| spare.set(Some(team)));
     }
 
     /// A workshare for an instance of the loop at `site`: the team's last
@@ -440,12 +473,16 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
             level: level(),
             seq: 0,
         };
-        let fresh = ThreadState {
-            member: Some(member),
-            current: Current::Libgomp,
-            spare: None,
-        };
-        let saved = with_state(|st| std::mem::replace(st, fresh));
+        // The thread's spare cursor box goes with it into the region and
+        // back: a region's first loop then allocates none.
+        let saved = with_state(|st| {
+            let fresh = ThreadState {
+                member: Some(member),
+                current: Current::Libgomp,
+                spare: st.spare.take(),
+            };
+            std::mem::replace(st, fresh)
+        });
         if let Some(preset) = &region.preset {
             if !begin(&preset.call) {
                 let first = start_in_libgomp(preset);
@@ -454,14 +491,21 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
         }
         (region.body)(region.data);
         let inner = with_state(|st| {
-            std::mem::replace(
+            let inner = std::mem::replace(
                 st,
                 saved.unwrap_or(ThreadState {
                     member: None,
                     current: Current::Libgomp,
                     spare: None,
                 }),
-            )
+            );
+            if st.spare.is_none() {
+                st.spare = inner.spare;
+            }
+            ThreadState {
+                spare: None,
+                ..inner
+            }
         });
         // A loop never ended (a body leaving through longjmp) leaves here.
         drop(inner);

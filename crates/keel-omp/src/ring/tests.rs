@@ -133,3 +133,28 @@ fn the_last_arrival_takes_the_decision_without_a_copy() {
     let (_, mine) = ring.arrive(2, 1, || (Counted(Arc::clone(&copies)), ()));
     assert!(mine.is_some());
 }
+
+/// A reset ring is a new one: a team that counts its loops from 0 again
+/// (a recycled team's next region) finds every slot free for its loop,
+/// and a decision a thread never collected (a loop the rest of the team
+/// did not reach) is dropped by the reset.
+#[test]
+fn a_reset_ring_starts_again_at_loop_zero() {
+    let mut ring = Ring::<Arc<u64>>::new(4);
+    let stranded = Arc::new(5);
+    for seq in 0..6 {
+        let (_, mine) = ring.arrive(seq, 1, || (Arc::new(seq), ()));
+        assert!(mine.is_some());
+    }
+    // Loop 6: one of two threads arrives; the other never does.
+    let (d, _) = ring.arrive(6, 2, || (Arc::clone(&stranded), ()));
+    drop(d);
+    assert_eq!(Arc::strong_count(&stranded), 2, "held by its slot");
+    ring.reset();
+    assert_eq!(Arc::strong_count(&stranded), 1, "dropped by the reset");
+    for seq in 0..9 {
+        let (d, mine) = ring.arrive(seq, 1, || (Arc::new(100 + seq), ()));
+        assert!(mine.is_some(), "loop {seq} is decided afresh");
+        assert_eq!(*d, 100 + seq);
+    }
+}

@@ -156,6 +156,32 @@ static void nested(long n) {
     check("nested parallel loops", n, 2);
 }
 
+/* Regions of changing team sizes one after the other, each with a loop
+ * its threads leave without waiting and a second one: a team kept from
+ * one region for the encountering thread's next starts its loops from the
+ * first again, whatever the size of its last. */
+static void team_sizes(long n) {
+    int sizes[] = {2, 1, 3, 2, 4, 1, 2};
+    reset(n);
+    for (int r = 0; r < 7; r++) {
+#pragma omp parallel num_threads(sizes[r])
+        {
+#pragma omp for schedule(runtime) nowait
+            for (long i = 0; i < n; i++) hit(i);
+#pragma omp for schedule(runtime)
+            for (long i = 0; i < n; i += 2) hit(i);
+        }
+    }
+    for (long i = 0; i < n; i++) {
+        int want = i % 2 == 0 ? 14 : 7;
+        if (count[i] != want) {
+            printf("FAIL regions of changing team sizes: iteration %ld ran %d times, want %d\n", i, count[i], want);
+            failures++;
+            return;
+        }
+    }
+}
+
 static void set_schedule(long n) {
     omp_sched_t kinds[] = {omp_sched_static, omp_sched_dynamic, omp_sched_guided, omp_sched_auto,
                            (omp_sched_t)(omp_sched_dynamic | omp_sched_monotonic)};
@@ -381,6 +407,7 @@ int main(int argc, char **argv) {
     reductions(N);
     nowait_loops(997);
     nested(N);
+    team_sizes(N);
     set_schedule(N);
     shapes();
 #ifndef KEEL_LIBOMP
