@@ -97,6 +97,11 @@ impl DispatchCost {
     }
 }
 
+/// The largest imbalance fraction a model keeps: a thread that did
+/// everything while the others idled shows `LIB` near 100 %, whose
+/// `g / (1 − g)` would be unbounded.
+const MAX_IMBALANCE: f64 = 0.95;
+
 /// What a loop's iterations cost, learnt from its measured instances (one
 /// model per class of alike instances).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -105,6 +110,10 @@ pub struct LoopModel {
     /// instances' mean finish time × threads / iterations, tracked from
     /// below.
     work_per_iteration: Option<f64>,
+    /// The imbalance fraction (`LIB/100`) of the last measured instance
+    /// that ran STATIC (the warm-up included: its time is cold, its
+    /// imbalance is the loop's).
+    static_imbalance: Option<f64>,
 }
 
 impl LoopModel {
@@ -129,6 +138,65 @@ impl LoopModel {
     /// Seconds per iteration on one thread, once an instance was measured.
     pub fn work_per_iteration(&self) -> Option<f64> {
         self.work_per_iteration
+    }
+
+    /// Learns which schedule the measured instance of `lib` percent ran:
+    /// STATIC's imbalance is kept for [`imbalance_cost`](Self::imbalance_cost).
+    pub fn observe_schedule(&mut self, index: usize, lib: f64) {
+        if index == 0 && lib.is_finite() {
+            self.static_imbalance = Some((lib / 100.0).clamp(0.0, MAX_IMBALANCE));
+        }
+    }
+
+    /// Seconds portfolio schedule `index` is expected to lose to
+    /// imbalance on an instance of `iterations` over `threads`, beyond a
+    /// perfectly balanced run: for STATIC, whose blocks are fixed, what
+    /// its last measured instance showed (a fraction `g` of its time is
+    /// the slowest thread's excess over the mean: `mean · g / (1 − g)`),
+    /// counted only beyond [`TIE_MARGIN`](super::keel::TIE_MARGIN) of the
+    /// mean, within which the selector takes times as tied and the
+    /// cheaper schedule wins anyway. The dynamic schedules balance by
+    /// construction: 0, as for STATIC before it was measured.
+    ///
+    /// Only on loops measured at every instance (their bookkeeping is at
+    /// most [`MEASURE_SHARE`] of an instance): on shorter ones the team's
+    /// arrival skew is much of any imbalance, and a balancing schedule's
+    /// claims and preparation cost about what they would win back.
+    ///
+    /// ```
+    /// use keel_policy::select::cost::{DispatchCost, LoopModel};
+    /// let cost = DispatchCost::default();
+    /// let mut model = LoopModel::default();
+    /// model.observe(2e-3, 40.0, 1000, 2);
+    /// model.observe_schedule(0, 40.0);
+    /// // 1.2 ms of mean work per thread; 40 % imbalance: 0.8 ms lost,
+    /// // less the 2 % tie margin of the mean.
+    /// let lost = model.imbalance_cost(&cost, 0, 1000, 2);
+    /// assert!((lost - (0.8e-3 - 0.024e-3)).abs() < 1e-9);
+    /// assert_eq!(model.imbalance_cost(&cost, 1, 1000, 2), 0.0);
+    /// // Ten iterations of the same loop: 12 µs, measured rarely.
+    /// assert_eq!(model.imbalance_cost(&cost, 0, 10, 2), 0.0);
+    /// ```
+    pub fn imbalance_cost(
+        &self,
+        cost: &DispatchCost,
+        index: usize,
+        iterations: u64,
+        threads: usize,
+    ) -> f64 {
+        let (Some(w), Some(g), 0) = (self.work_per_iteration, self.static_imbalance, index) else {
+            return 0.0;
+        };
+        if self.measure_interval(cost, iterations, threads) > 1 {
+            return 0.0;
+        }
+        let mean = w * iterations as f64 / threads.max(1) as f64;
+        let excess = g / (1.0 - g) - super::keel::TIE_MARGIN;
+        if excess > 0.0 && mean.is_finite() {
+            mean * excess
+        } else {
+            0.0
+        }
     }
 
     /// The smallest chunk of portfolio schedule `index` whose claim costs

@@ -310,7 +310,8 @@ impl LoopSelector {
                         allowed |= 1 << index;
                     }
                     *overhead = predicted_chunks(index, iterations, threads as f64, chunk)
-                        * cost.chunk_cost(index);
+                        * cost.chunk_cost(index)
+                        + c.model.imbalance_cost(&cost, index, iterations, threads);
                 }
                 if let Machine::Keel(m) = &mut c.machine {
                     m.restrict(allowed);
@@ -378,6 +379,9 @@ impl LoopSelector {
             if let Some(n) = measurement.iterations {
                 c.model
                     .observe(measurement.t_par, measurement.lib, n, p.threads);
+            }
+            if self.spec.pin.is_none() {
+                c.model.observe_schedule(p.index, measurement.lib);
             }
             if p.phase.is_exploration() {
                 c.explored_seconds += measurement.t_par;
