@@ -14,7 +14,7 @@
 //! | `shutdown` | the daemon's own user |
 //!
 //! **Only the user who submitted a job may control it — root included.**
-//! The issue asks for exactly that, and an exemption would add nothing:
+//! An exemption would add nothing:
 //! root can signal any process anyway, outside this interface, while the
 //! daemon's answer to "who may control job N through me" stays one rule
 //! with no exception to audit. The socket file is made world-connectable

@@ -115,7 +115,7 @@ const MOGSLIB_SIZES: [(usize, usize); 6] = [
     (8000, 80),
     (16000, 80),
 ];
-/// The large case the "greedy ≤ 2× sort" goal is stated for.
+/// The large case the "greedy ≤ 2× sort" goal is stated for.
 const LARGE: (usize, usize) = (1_000_000, 1024);
 /// The size of the portability comparison.
 const PORTABILITY: (usize, usize) = (16000, 80);

@@ -2,7 +2,7 @@
 //! microbenchmarks of the thread runtime, the raw measurements it came
 //! from, the machine and the date. `keel sim calibrate` (keel-cli, which
 //! may run the thread runtime; this crate may not) measures and writes it;
-//! the simulator loads it. The file used for the goals is committed
+//! the simulator loads it. The file the validation's goals use is committed
 //! as `calibration/default.json` and embedded ([`Calibration::committed`]).
 //!
 //! **What is measured** (each the median of several repeats):

@@ -114,7 +114,7 @@ impl std::fmt::Display for Verdict {
     }
 }
 
-/// One goal of the issue, its figure and verdict.
+/// One goal of the benchmark, its figure and verdict.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Goal {
     /// What is asked, in words.

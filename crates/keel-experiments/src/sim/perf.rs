@@ -1,4 +1,4 @@
-//! `keel sim perf`: the simulator's own speed. The headline is the issue's
+//! `keel sim perf`: the simulator's own speed. The headline is its speed
 //! goal — 1,000,000 iterations on 20 workers under `ss` with chunk 1 in
 //! under 5 s — and the scaling table runs the same loop over P = 16 … 1,024
 //! and prints nanoseconds per event, and that divided by log₂ P: if a run

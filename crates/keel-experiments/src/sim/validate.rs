@@ -49,10 +49,12 @@ use serde::Serialize;
 use super::{load_calibration, Progress};
 use crate::error::{ExperimentError, Result};
 
-/// The accuracy goal, percent.
+/// The validation's accuracy goal: the simulator's error against the
+/// runtime's measured times, percent.
 pub const ERROR_GOAL_PERCENT: f64 = 10.0;
 
-/// The ranking goal.
+/// The validation's ranking goal: the least Kendall τ between the
+/// simulated and the measured ranking of the schedules.
 pub const TAU_GOAL: f64 = 0.8;
 
 /// Pairs further apart than this (relative) must be ranked alike.

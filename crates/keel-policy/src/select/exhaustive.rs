@@ -12,9 +12,9 @@
 //!
 //! Bookkeeping as in the code: each decision during a search first records
 //! the instance just measured as the best if it is faster than the best (or
-//! no best exists). Keel differs in one documented point, which the issue
-//! asks for: a re-trigger starts from a **fresh best** (the released code
-//! keeps the stale `bestTime` of the earlier sweep, so a schedule measured
+//! no best exists). Keel differs in one documented point: a re-trigger
+//! starts from a **fresh best** (the released code keeps the stale
+//! `bestTime` of the earlier sweep, so a schedule measured
 //! under the old conditions can win forever). With a fresh best, the
 //! instance that triggered — the old best under the new conditions — is
 //! the re-opened search's first candidate, exactly as the code's

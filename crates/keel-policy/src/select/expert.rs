@@ -10,8 +10,8 @@
 //!   instance `k − 2` (`ΔT` in percent of the newer time, `ΔL` in points).
 //!
 //! ExpertSel decides at every instance and never stops. Its time sets are
-//! absolute (Short below 10–30 ms, Long above 1–10 s): the 30 ms
-//! Mandelbrot steps count as partly Short, which pushes towards STATIC.
+//! absolute (Short below 10–30 ms, Long above 1–10 s): the 30 ms steps of
+//! the Mandelbrot zoom benchmark count as partly Short, which pushes towards STATIC.
 //!
 //! STATIC first, then Table 1's choice from what STATIC measured:
 //!
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_30_ms_loop_with_high_imbalance_is_pulled_towards_static() {
-        // The failure mode: T = 30 ms is "short" at its edge
+        // The failure mode: T = 30 ms is "short" at its edge
         // (Short(0.03) = 0); at 25 ms Short = 0.25 keeps pushing "less".
         let mut sel = ExpertSel::new();
         sel.next();

@@ -195,7 +195,8 @@ fn fcs_spec_parameters() {
             tslots_max: 64,
         }
     );
-    // api.md's underscore spelling names the same parameters.
+    // The underscore spelling (`cs_thresh`, `t_spin`) names the same
+    // parameters.
     let fcs = parse("fcs:cs_thresh=0.01,t_spin=1e-4").unwrap();
     assert_eq!(fcs.fcs_params(), Some(&FcsParams::default()));
     // Spec round trips.
