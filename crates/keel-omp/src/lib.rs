@@ -69,11 +69,6 @@ pub use kmp::{kmp_schedule, KmpBounds};
 pub use settings::{is_monotonic, omp_schedule_to_keel, omp_set_schedule_to_keel, Kind, Settings};
 
 #[cfg(not(loom))]
-use std::collections::HashSet;
-#[cfg(not(loom))]
-use std::sync::Mutex;
-
-#[cfg(not(loom))]
 /// Reports an internal error and aborts: what a panic at an entry point
 /// becomes, since neither libgomp nor the program can take it.
 pub(crate) fn fatal(message: &str) -> ! {
@@ -105,14 +100,10 @@ pub(crate) fn guard<R>(f: impl FnOnce() -> R) -> R {
 }
 
 #[cfg(not(loom))]
-/// Prints `message` on stderr the first time it is given in this process.
+/// Prints `message` on stderr the first time it is given in this process
+/// (through Keel's one record of warnings given).
 pub(crate) fn warn_once(message: &str) {
-    static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if seen
-        .get_or_insert_with(HashSet::new)
-        .insert(message.to_string())
-    {
-        eprintln!("keel-omp: warning: {message}");
-    }
+    keel::warn::once_as("keel-omp: warning", "keel-omp", message, || {
+        message.to_string()
+    });
 }

@@ -62,6 +62,7 @@
 //! ```
 //!
 //! - [`trace`]: the `KEEL_TRACE` file and [`trace::finish`].
+//! - [`warn`]: warnings about the environment, once per process per value.
 
 mod enact;
 pub mod farm;
@@ -72,7 +73,7 @@ pub mod pool;
 mod sync;
 pub mod tasks;
 pub mod trace;
-mod warn;
+pub mod warn;
 
 // The README's Rust examples are compiled and run as doc tests, so the
 // first code a new user copies always builds.

@@ -1,7 +1,9 @@
 //! Warnings on stderr for what the environment got wrong, one per process
 //! per (variable, value), as libgomp warns once about a bad `OMP_SCHEDULE`
 //! and goes on with the default: a program whose environment is wrong
-//! still runs, and says so once rather than on every loop.
+//! still runs, and says so once rather than on every loop. The one
+//! process-wide record of what was said serves Keel's libraries alike
+//! (the OpenMP interposer prints through it too).
 
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
@@ -9,13 +11,29 @@ use std::sync::{Mutex, OnceLock};
 /// Prints `keel: {message}` on stderr unless a warning with the same
 /// `(subject, value)` was printed before in this process.
 pub(crate) fn once(subject: &str, value: &str, message: impl FnOnce() -> String) {
+    once_as("keel", subject, value, message);
+}
+
+/// Prints `{speaker}: {message}` on stderr unless a warning with the same
+/// `(subject, value)` was printed before in this process (by any
+/// speaker); `message` is built only when it is printed.
+///
+/// ```
+/// // A bad value of a variable, reported once however often it is read.
+/// for _ in 0..3 {
+///     keel::warn::once_as("my-tool: warning", "MY_VAR", "bogus", || {
+///         "MY_VAR=\"bogus\" is not a number; the default is used".to_string()
+///     });
+/// }
+/// ```
+pub fn once_as(speaker: &str, subject: &str, value: &str, message: impl FnOnce() -> String) {
     static SEEN: OnceLock<Mutex<HashSet<(String, String)>>> = OnceLock::new();
     let mut seen = SEEN
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     if first_time(&mut seen, subject, value) {
-        eprintln!("keel: {}", message());
+        eprintln!("{speaker}: {}", message());
     }
 }
 
