@@ -167,7 +167,10 @@ fn policy_spec(input: &[u8]) -> Result<(), String> {
     if let Ok(schedule) = dls::registry().build(&text) {
         plan_small_loop(schedule.as_ref(), None);
     }
-    if let Ok((schedule, chunk)) = dls::parse_schedule(&text) {
+    if let Some((schedule, chunk)) = select::parse_setting(&text)
+        .ok()
+        .and_then(Setting::into_fixed)
+    {
         plan_small_loop(schedule.as_ref(), chunk);
     }
     let _ = cosched::parse(&text);
@@ -326,7 +329,7 @@ mod tests {
                 "policy-spec",
                 accepted("policy-spec", |b| {
                     mapping::registry().build(&text(b)).is_ok()
-                        || dls::parse_schedule(&text(b)).is_ok()
+                        || select::parse_setting(&text(b)).is_ok()
                         || cosched::parse(&text(b)).is_ok()
                 }),
             ),

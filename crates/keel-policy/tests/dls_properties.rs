@@ -22,11 +22,21 @@
 use std::ops::Range;
 
 use keel_policy::dls::{
-    parse_schedule, registry, Claim, LoopShape, Plan, Request, ThreadLocal, ThreadTiming, Timing,
+    registry, Claim, LoopSchedule, LoopShape, Plan, Request, ThreadLocal, ThreadTiming, Timing,
     AUTO4OMP_PORTFOLIO, WORKLOAD_SCHEDULES,
 };
+use keel_policy::select::parse_setting;
 use keel_policy::{Concept, ContextHandler, Model, Origin, Subject};
 use proptest::prelude::*;
+
+/// A fixed schedule and its chunk from schedule text, read as every
+/// context reads it.
+fn parse_schedule(text: &str) -> (Box<dyn LoopSchedule>, Option<u64>) {
+    parse_setting(text)
+        .unwrap()
+        .into_fixed()
+        .expect("a fixed schedule")
+}
 
 /// Parameter variants beyond the registered names.
 const VARIANTS: &[&str] = &[
@@ -372,7 +382,7 @@ proptest! {
     ) {
         let n = hints.len() as u64;
         let shape = LoopShape::new(n, p, k).unwrap();
-        let (schedule, _) = parse_schedule(name).unwrap();
+        let (schedule, _) = parse_schedule(name);
         let workload = schedule.as_workload().expect("a workload-aware schedule");
         let hints_concept = Concept::Workload { subject: Subject::Tasks, model: Model::Static };
         let mut with_hints = ContextHandler::new();
@@ -511,9 +521,9 @@ fn claims_and_timings_are_the_documented_ones() {
 #[test]
 fn the_portfolio_parses_in_both_syntaxes() {
     for name in AUTO4OMP_PORTFOLIO {
-        let (a, _) = parse_schedule(name).unwrap();
-        let (b, chunk) = parse_schedule(&format!("{name},5")).unwrap();
-        let (c, _) = parse_schedule(&format!("{name}:chunk=5")).unwrap();
+        let (a, _) = parse_schedule(name);
+        let (b, chunk) = parse_schedule(&format!("{name},5"));
+        let (c, _) = parse_schedule(&format!("{name}:chunk=5"));
         assert_eq!(a.spec().name, name);
         assert_eq!((b.spec(), chunk), (c.spec(), Some(5)));
     }

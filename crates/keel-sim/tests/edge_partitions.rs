@@ -7,7 +7,8 @@
 //! claim and fork costs those of the committed calibration, no noise.
 
 use keel_policy::concept::{Concept, Origin};
-use keel_policy::dls::{parse_schedule, LoopShape};
+use keel_policy::dls::LoopShape;
+use keel_policy::select::parse_setting;
 use keel_policy::ContextHandler;
 use keel_sim::loops::instance::{simulate_plan, RunOptions};
 use keel_sim::loops::{IterationCosts, Machine, Stepper};
@@ -48,7 +49,7 @@ fn with_exact_profile(schedule: &str, costs: &IterationCosts) -> (f64, Vec<u64>)
     let sd = (c.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n).sqrt();
     let mut ctx = ContextHandler::new();
     ctx.provide_values(Concept::IterationProfile, Origin::Runtime, vec![mean, sd]);
-    let (s, k) = parse_schedule(schedule).unwrap();
+    let (s, k) = parse_setting(schedule).unwrap().into_fixed().unwrap();
     let plan = s
         .plan(&LoopShape::new(costs.len(), 2, k).unwrap(), &ctx)
         .unwrap();

@@ -17,7 +17,7 @@
 //!    optional and has a documented neutral fallback. Plans are `Copy` and
 //!    borrow per-thread inputs from the handler: starting a loop allocates
 //!    nothing. Schedules are built by name through [`registry()`] or from
-//!    `KEEL_SCHEDULE` text through [`parse_schedule`].
+//!    `KEEL_SCHEDULE` text through [`crate::select::parse_setting`].
 //! 2. The plan's [`Claim`] tells the context how to claim chunks:
 //!    - [`Claim::Static`]: each thread walks its own blocks
 //!      ([`Plan::static_block`]); no shared state.
@@ -88,9 +88,10 @@
 //! `dynamic,4` on ten iterations: chunk `i` is a function of `i`, the last one short.
 //!
 //! ```
-//! use keel_policy::dls::{parse_schedule, Claim, LoopShape};
+//! use keel_policy::dls::{Claim, LoopShape};
+//! use keel_policy::select::parse_setting;
 //! use keel_policy::ContextHandler;
-//! let (schedule, chunk) = parse_schedule("dynamic,4").unwrap();
+//! let (schedule, chunk) = parse_setting("dynamic,4").unwrap().into_fixed().unwrap();
 //! assert_eq!(chunk, Some(4));
 //! let ctx = ContextHandler::new();
 //! let plan = schedule.plan(&LoopShape::new(10, 2, chunk).unwrap(), &ctx).unwrap();
@@ -551,7 +552,8 @@ pub use gac::{Gac, GAC_MAX_THREADS};
 pub use guided::{Guided, GuidedRule};
 pub use inputs::{Profile, ProfileSums, Weights, DEFAULT_OVERHEAD};
 pub use plan::Plan;
-pub use registry::{parse_schedule, registry, Schedule, ScheduleParams, AUTO4OMP_PORTFOLIO};
+pub(crate) use registry::parse_schedule;
+pub use registry::{registry, Schedule, ScheduleParams, AUTO4OMP_PORTFOLIO};
 pub use ss::Ss;
 pub use static_block::StaticBlock;
 pub use static_steal::{StaticSteal, STEAL_DIVISOR, STEAL_QUARTER_ABOVE};

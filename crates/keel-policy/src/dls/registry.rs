@@ -299,7 +299,7 @@ impl LoopSchedule for Schedule {
 
 /// The `loop schedule` registry with every built-in name (aliases
 /// included). `auto` is not registered: it is selection, parsed by
-/// [`crate::select::parse_setting`] (and by [`parse_schedule`] as `gac`).
+/// [`crate::select::parse_setting`].
 pub fn registry() -> Registry<dyn LoopSchedule> {
     let mut r: Registry<dyn LoopSchedule> = Registry::empty("loop schedule");
     for builtin in &BUILTINS {
@@ -324,19 +324,13 @@ pub fn registry() -> Registry<dyn LoopSchedule> {
 
 /// Parses `KEEL_SCHEDULE` text: OpenMP's `kind[,chunk]` or the spec grammar
 /// `name:key=value,...`, returning the schedule and its chunk parameter.
-/// A single schedule only: a context that supports selection reads the text
-/// with [`crate::select::parse_setting`], which handles `auto[,method]` and
-/// calls this for everything else.
-///
-/// ```
-/// use keel_policy::dls::{parse_schedule, LoopSchedule};
-/// let (schedule, chunk) = parse_schedule("dynamic,8").unwrap();
-/// assert_eq!((schedule.spec().to_string(), chunk), ("ss:chunk=8".to_string(), Some(8)));
-/// let (schedule, chunk) = parse_schedule("tap:alpha=0.5,chunk=2").unwrap();
-/// assert_eq!((schedule.spec().to_string(), chunk), ("tap:chunk=2,alpha=0.5".to_string(), Some(2)));
-/// assert!(parse_schedule("dynamic,0").is_err());
-/// ```
-pub fn parse_schedule(text: &str) -> Result<(Box<dyn LoopSchedule>, Option<u64>), PolicyError> {
+/// A single schedule only, and crate-private: every context reads
+/// schedule text through [`crate::select::parse_setting`], which handles
+/// `auto[,method]` and calls this for everything else, so that no caller
+/// can read `auto` as one fixed schedule by mistake.
+pub(crate) fn parse_schedule(
+    text: &str,
+) -> Result<(Box<dyn LoopSchedule>, Option<u64>), PolicyError> {
     let spec = if text.contains(':') {
         Spec::parse(text)?
     } else {

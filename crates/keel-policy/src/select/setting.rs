@@ -168,7 +168,7 @@ impl AutoSpec {
 /// or `auto:method=m,seed=s,expert-chunk=0|1,pin=<schedule>` (spec grammar;
 /// `pin` names a portfolio schedule, see [`AutoSpec::pin`]). Returns `None`
 /// when the text does not name `auto`, so a context can fall back to
-/// [`dls::parse_schedule`]; `auto` alone is `auto,keel`. An unknown method
+/// a fixed schedule; `auto` alone is `auto,keel`. An unknown method
 /// is [`PolicyError::UnknownPolicy`] listing the valid methods.
 ///
 /// ```
@@ -238,7 +238,7 @@ fn parse_auto_spec(text: &str) -> Result<AutoSpec, PolicyError> {
 
 /// A `KEEL_SCHEDULE` setting: one fixed schedule, or selection per instance.
 pub enum Setting {
-    /// A fixed schedule and its chunk parameter ([`dls::parse_schedule`]).
+    /// A fixed schedule and its chunk parameter.
     Fixed {
         /// The schedule.
         schedule: Box<dyn LoopSchedule>,
@@ -247,6 +247,23 @@ pub enum Setting {
     },
     /// `auto[,method]`.
     Auto(AutoSpec),
+}
+
+impl Setting {
+    /// The fixed schedule and its chunk parameter; `None` for `auto`,
+    /// which is selection, not one schedule.
+    ///
+    /// ```
+    /// use keel_policy::select::parse_setting;
+    /// assert!(parse_setting("guided,2").unwrap().into_fixed().is_some());
+    /// assert!(parse_setting("auto").unwrap().into_fixed().is_none());
+    /// ```
+    pub fn into_fixed(self) -> Option<(Box<dyn LoopSchedule>, Option<u64>)> {
+        match self {
+            Setting::Fixed { schedule, chunk } => Some((schedule, chunk)),
+            Setting::Auto(_) => None,
+        }
+    }
 }
 
 impl fmt::Debug for Setting {
@@ -262,13 +279,21 @@ impl fmt::Debug for Setting {
     }
 }
 
-/// Parses `KEEL_SCHEDULE` text: `auto[,method]` as [`Setting::Auto`]
-/// ([`parse_auto`]), anything else through [`dls::parse_schedule`].
+/// Parses `KEEL_SCHEDULE` text, the one way to read a schedule:
+/// `auto[,method]` as [`Setting::Auto`] ([`parse_auto`]), anything else —
+/// OpenMP's `kind[,chunk]` or the spec grammar `name:key=value,...` — as
+/// [`Setting::Fixed`].
 ///
 /// ```
+/// use keel_policy::dls::LoopSchedule;
 /// use keel_policy::select::{parse_setting, Method, Setting};
 /// assert!(matches!(parse_setting("auto").unwrap(), Setting::Auto(s) if s.method == Method::Keel));
 /// assert!(matches!(parse_setting("dynamic,4").unwrap(), Setting::Fixed { chunk: Some(4), .. }));
+/// let (schedule, chunk) = parse_setting("dynamic,8").unwrap().into_fixed().unwrap();
+/// assert_eq!((schedule.spec().to_string(), chunk), ("ss:chunk=8".to_string(), Some(8)));
+/// let (schedule, chunk) = parse_setting("tap:alpha=0.5,chunk=2").unwrap().into_fixed().unwrap();
+/// assert_eq!((schedule.spec().to_string(), chunk), ("tap:chunk=2,alpha=0.5".to_string(), Some(2)));
+/// assert!(parse_setting("dynamic,0").is_err());
 /// ```
 pub fn parse_setting(text: &str) -> Result<Setting, PolicyError> {
     match parse_auto(text) {

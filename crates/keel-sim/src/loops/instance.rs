@@ -42,7 +42,8 @@
 //! workers gives each half the iterations.
 //!
 //! ```
-//! use keel_policy::dls::{parse_schedule, LoopShape};
+//! use keel_policy::dls::LoopShape;
+//! use keel_policy::select::parse_setting;
 //! use keel_policy::ContextHandler;
 //! use keel_sim::loops::instance::{simulate_plan, RunOptions};
 //! use keel_sim::loops::{IterationCosts, Machine};
@@ -50,7 +51,7 @@
 //! use rand_chacha::{rand_core::SeedableRng, ChaCha8Rng};
 //! let costs = IterationCosts::uniform(8, 1e-3).unwrap();
 //! let machine = Machine::uniform(2, OverheadModel::ZERO).unwrap();
-//! let (schedule, chunk) = parse_schedule("static").unwrap();
+//! let (schedule, chunk) = parse_setting("static").unwrap().into_fixed().unwrap();
 //! let ctx = ContextHandler::new();
 //! let plan = schedule.plan(&LoopShape::new(8, 2, chunk).unwrap(), &ctx).unwrap();
 //! let mut rng = ChaCha8Rng::seed_from_u64(1);
