@@ -10,8 +10,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use keel::loops::process_report::{ProcessReport, SiteReport};
 use keel::loops::LoopReport;
 
 use crate::error::CliError;
@@ -32,49 +33,11 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
-/// The report's `format` field, as the library writes it.
-const FORMAT: &str = "keel-omp-report";
-/// The report format version this reader knows.
-const VERSION: u32 = 1;
 /// A report larger than this is not one (a program with thousands of
 /// loops writes a few megabytes).
 const MAX_REPORT_BYTES: u64 = 256 << 20;
 /// An object file larger than this is not searched for symbols.
 const MAX_OBJECT_BYTES: u64 = 1 << 30;
-
-/// One process's report line.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ProcessReport {
-    /// [`FORMAT`].
-    pub format: String,
-    /// [`VERSION`].
-    pub version: u32,
-    /// The program's executable.
-    pub program: String,
-    /// Its process id.
-    pub pid: u32,
-    /// Loop instances Keel took.
-    pub taken: u64,
-    /// Loop instances Keel forwarded to the OpenMP runtime after deciding.
-    pub forwarded: u64,
-    /// The loops Keel took.
-    pub loops: Vec<SiteReport>,
-}
-
-/// One loop of a process's report.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SiteReport {
-    /// The loaded object holding the call site.
-    pub object: Option<String>,
-    /// The call site's offset in `object`.
-    pub offset: Option<u64>,
-    /// The symbol holding the call site, found by this command.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub symbol: Option<String>,
-    /// What the loop's recorded instances measured.
-    #[serde(flatten)]
-    pub report: LoopReport,
-}
 
 /// Prints the report in `args.file`.
 pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -118,14 +81,7 @@ pub fn read_reports(path: &Path) -> Result<Vec<ProcessReport>, CliError> {
             continue;
         }
         let bad = |why: String| CliError::Runtime(format!("{shown}, line {}: {why}", number + 1));
-        let report: ProcessReport = serde_json::from_str(line)
-            .map_err(|e| bad(format!("not a keel-omp loop report ({e})")))?;
-        if report.format != FORMAT || report.version != VERSION {
-            return Err(bad(format!(
-                "format {:?} version {}; this keel reads {FORMAT:?} version {VERSION}",
-                report.format, report.version
-            )));
-        }
+        let report = ProcessReport::from_line(line).map_err(|e| bad(e.to_string()))?;
         reports.push(report);
     }
     if reports.is_empty() {

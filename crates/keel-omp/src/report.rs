@@ -6,25 +6,18 @@
 //! one report keeps them all; a forked child that calls `exit` writes
 //! nothing (its parent's loops are not its own).
 //!
-//! The line's format, version 1 (`docs/openmp-interposer.md#the-loop-report`):
-//! `{"format":"keel-omp-report","version":1,"program":…,"pid":…,
-//! "taken":…,"forwarded":…,"loops":[{"object":…,"offset":…,"name":…,
-//! "instances":…,"total_time":…,"mean_lib_percent":…,…}]}`.
+//! The line's format is `keel::loops::process_report`'s, shared with
+//! the reader (`docs/openmp-interposer.md#the-loop-report`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
 
-use serde::Serialize;
-
-use keel::loops::LoopReport;
+use keel::loops::process_report::{ProcessReport, SiteReport};
 
 /// The environment variable naming the report file.
 pub(crate) const ENV_REPORT: &str = "KEEL_OMP_REPORT";
-
-/// The report's `format` field: what a reader checks first.
-const FORMAT: &str = "keel-omp-report";
 
 /// The process that armed the report, and the file.
 static ARMED: OnceLock<(u32, PathBuf)> = OnceLock::new();
@@ -50,8 +43,7 @@ extern "C" fn write_at_exit() {
         return;
     }
     let written = std::panic::catch_unwind(|| {
-        let mut line = serde_json::to_vec(&ProcessReport::now())?;
-        line.push(b'\n');
+        let line = process_report()?;
         // One write of the whole line: lines of processes that exit at
         // once do not interleave.
         keel::output::append_regular_file(path, "the loop report")?.write_all(&line)
@@ -66,62 +58,34 @@ extern "C" fn write_at_exit() {
     }
 }
 
-/// One process's report.
-#[derive(Serialize)]
-struct ProcessReport {
-    format: &'static str,
-    version: u32,
-    /// The program's executable.
-    program: String,
-    pid: u32,
-    /// Loop instances Keel took, and instances it forwarded to the
-    /// runtime after deciding.
-    taken: u64,
-    forwarded: u64,
-    /// The loops Keel took, the one that took the most time first.
-    loops: Vec<SiteReport>,
-}
-
-/// One loop: where it is and what it measured.
-#[derive(Serialize)]
-struct SiteReport {
-    /// The loaded object (executable or library) holding the call site.
-    object: Option<String>,
-    /// The call site's offset in `object`.
-    offset: Option<u64>,
-    #[serde(flatten)]
-    report: LoopReport,
-}
-
-impl ProcessReport {
-    fn now() -> Self {
-        // Keel's own report of its recorded loops (the most time first),
-        // each with its call site located.
-        let sites: std::collections::HashMap<String, usize> = crate::team::taken_sites()
-            .into_iter()
-            .map(|(site, id)| (id.to_string(), site))
-            .collect();
-        let loops: Vec<SiteReport> = keel::loops::report()
-            .into_iter()
-            .filter_map(|report| {
-                let located = crate::site::locate(*sites.get(&report.name)?);
-                Some(SiteReport {
-                    object: located.as_ref().map(|(path, _)| path.clone()),
-                    offset: located.map(|(_, offset)| offset as u64),
-                    report,
-                })
+/// This process's report line, as it stands.
+fn process_report() -> serde_json::Result<Vec<u8>> {
+    // Keel's own report of its recorded loops (the most time first),
+    // each with its call site located.
+    let sites: std::collections::HashMap<String, usize> = crate::team::taken_sites()
+        .into_iter()
+        .map(|(site, id)| (id.to_string(), site))
+        .collect();
+    let loops: Vec<SiteReport> = keel::loops::report()
+        .into_iter()
+        .filter_map(|report| {
+            let located = crate::site::locate(*sites.get(&report.name)?);
+            Some(SiteReport {
+                object: located.as_ref().map(|(path, _)| path.clone()),
+                offset: located.map(|(_, offset)| offset as u64),
+                symbol: None,
+                report,
             })
-            .collect();
-        ProcessReport {
-            format: FORMAT,
-            version: 1,
-            program: std::env::current_exe()
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            pid: std::process::id(),
-            taken: crate::team::COUNTS.0.taken.load(Relaxed),
-            forwarded: crate::team::COUNTS.0.forwarded.load(Relaxed),
-            loops,
-        }
-    }
+        })
+        .collect();
+    ProcessReport::new(
+        std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id(),
+        crate::team::COUNTS.0.taken.load(Relaxed),
+        crate::team::COUNTS.0.forwarded.load(Relaxed),
+        loops,
+    )
+    .to_line()
 }

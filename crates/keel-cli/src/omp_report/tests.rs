@@ -27,15 +27,7 @@ fn line(name: &str, total_time: f64, schedules: &[(&str, u64)]) -> SiteReport {
 }
 
 fn process(loops: Vec<SiteReport>) -> ProcessReport {
-    ProcessReport {
-        format: FORMAT.into(),
-        version: VERSION,
-        program: "/bin/app".into(),
-        pid: 42,
-        taken: 7,
-        forwarded: 1,
-        loops,
-    }
+    ProcessReport::new("/bin/app".into(), 42, 7, 1, loops)
 }
 
 fn write_lines(text: &str) -> (tempfile::TempDir, PathBuf) {

@@ -42,6 +42,7 @@ mod loom_support;
 mod loom_tests;
 mod parallel;
 mod pooled;
+pub mod process_report;
 mod record;
 mod report;
 mod schedule;
