@@ -56,7 +56,6 @@ use std::time::{Duration, Instant};
 
 use keel_policy::cosched::JobId;
 
-use crate::machine::MmEvent;
 use crate::sys::{self, PeerCred};
 
 /// Longest request, bytes, its newline included.
@@ -150,6 +149,14 @@ pub(crate) struct ControlRequest {
     pub(crate) reply: Sender<String>,
 }
 
+/// Where the server hands each request it read and authenticated: the
+/// machine manager's queue. A trait, so that this module — the socket's
+/// trust boundary — reads alone, without the manager it serves.
+pub(crate) trait ToManager: Clone + Send + 'static {
+    /// Hands `request` over; `false` when the manager is gone.
+    fn hand_over(&self, request: ControlRequest) -> bool;
+}
+
 /// The listening side, run on its own thread.
 pub(crate) struct ControlServer {
     stop: Arc<AtomicBool>,
@@ -160,7 +167,7 @@ pub(crate) struct ControlServer {
 impl ControlServer {
     /// Binds `path` (replacing a stale socket, refusing a live one) and
     /// serves until [`ControlServer::stop`].
-    pub(crate) fn start(path: &Path, to_manager: Sender<MmEvent>) -> io::Result<ControlServer> {
+    pub(crate) fn start(path: &Path, to_manager: impl ToManager) -> io::Result<ControlServer> {
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
                 return Err(io::Error::new(
@@ -263,7 +270,7 @@ const REFUSED_LINGER: Duration = Duration::from_millis(500);
 
 /// Accepts connections and hands each to its own thread, so that a slow
 /// or silent client delays nobody else.
-fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: Sender<MmEvent>) {
+fn serve(listener: UnixListener, stop: Arc<AtomicBool>, to_manager: impl ToManager) {
     let slots = Arc::new(Mutex::new(Slots::default()));
     // Closing a Unix socket with unread data resets it, and the client
     // would lose the `busy` message under the reset: refused connections
@@ -463,7 +470,7 @@ fn drain_by(stream: &UnixStream, deadline: Instant) {
 }
 
 /// Reads one request and asks the manager.
-fn handle(stream: &UnixStream, peer: PeerCred, to_manager: &Sender<MmEvent>) -> String {
+fn handle(stream: &UnixStream, peer: PeerCred, to_manager: &impl ToManager) -> String {
     let line = match read_request(stream, Instant::now() + REQUEST_DEADLINE) {
         Ok(l) => l,
         Err(e) => return format!("error: {e}"),
@@ -478,7 +485,7 @@ fn handle(stream: &UnixStream, peer: PeerCred, to_manager: &Sender<MmEvent>) -> 
         command,
         reply: tx,
     };
-    if to_manager.send(MmEvent::Control(req)).is_err() {
+    if !to_manager.hand_over(req) {
         return "error: the manager is shutting down".into();
     }
     rx.recv_timeout(ANSWER_TIMEOUT)

@@ -47,9 +47,15 @@ use keel_policy::cosched::{
 use crate::guardian::{Guardian, ManagerExit};
 use crate::shm::{Counters, Page, PageWaitMode};
 use crate::suspend::{ProcCgroup, Suspender};
+pub use crate::sys::Owner;
 use crate::sys::{self, Pid};
 
 mod start;
+
+/// `SCHED_FIFO` priority of the manager threads when
+/// [`Config::realtime`](crate::machine::Config::realtime) is set: low, so
+/// that it only outranks ordinary processes.
+pub const MANAGER_RT_PRIORITY: i32 = 10;
 
 /// Environment variable with the job's id.
 pub const JOB_ENV: &str = "KEEL_COSCHED_JOB";
@@ -68,15 +74,6 @@ pub struct Heartbeat {
     /// The row's cell for each of the node's PEs, in the node's PE order:
     /// (job, rank) or empty.
     pub cells: Vec<Option<(JobId, usize)>>,
-}
-
-/// Who a job's processes run as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Owner {
-    /// User id.
-    pub uid: u32,
-    /// Group id.
-    pub gid: u32,
 }
 
 /// Start one process of a job on one of the node's PEs.
@@ -347,7 +344,7 @@ impl NodeManager {
     ) {
         sys::set_timer_slack(1_000);
         if cfg.realtime {
-            if let Err(e) = sys::set_realtime(crate::machine::MANAGER_RT_PRIORITY) {
+            if let Err(e) = sys::set_realtime(MANAGER_RT_PRIORITY) {
                 let _ = events.send((
                     cfg.id,
                     NodeEvent::Notice(format!(

@@ -25,7 +25,7 @@
 //! A run directory under the system's temporary directory, removed when dropped:
 //!
 //! ```
-//! use keel_cosched::node::Owner;
+//! use keel_cosched::sys::Owner;
 //! use keel_cosched::rundir::RunDir;
 //! use keel_cosched::sys::{getgid, getuid};
 //! let run = RunDir::create(&std::env::temp_dir()).unwrap();
@@ -43,8 +43,8 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::node::Owner;
 use crate::sys;
+use crate::sys::Owner;
 
 /// Mode of the run and job directories: other users may pass through to
 /// their own job's rendezvous directory, but not list or change them.

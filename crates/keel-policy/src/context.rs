@@ -28,8 +28,8 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
+use crate::assignment::Assignment;
 use crate::concept::{Concept, Origin, Requirement};
-use crate::dls::Assignment;
 use crate::error::PolicyError;
 
 /// The data a component provides: its interface `I_k` in the paper's terms.

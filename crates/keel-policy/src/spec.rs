@@ -28,6 +28,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use crate::error::SpecError;
 use crate::error::{compact, PolicyError};
 
 /// The deepest nesting of `( )` specs the parser accepts. Real compositions
@@ -38,11 +39,6 @@ pub const MAX_SPEC_DEPTH: usize = 32;
 /// have a handful; the bound keeps the duplicate-key check, which compares
 /// each key with the earlier ones, from turning a hostile input quadratic.
 pub const MAX_SPEC_PARAMS: usize = 1024;
-
-/// The longest input a [`SpecError`]'s message quotes whole; longer inputs
-/// are quoted around the problem, so a hostile input cannot make the
-/// message arbitrarily long.
-const QUOTE_LIMIT: usize = 160;
 
 /// A parsed spec string.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,41 +56,6 @@ pub enum SpecValue {
     Token(String),
     /// A parenthesised spec.
     Nested(Spec),
-}
-
-/// A spec string that does not follow the grammar.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("malformed spec `{}` at byte {position}: {problem}", quote(input, *position))]
-pub struct SpecError {
-    /// The whole input.
-    pub input: String,
-    /// Byte offset of the problem.
-    pub position: usize,
-    /// What is wrong there.
-    pub problem: String,
-}
-
-/// `input` whole when it is short, else the [`QUOTE_LIMIT`] bytes around
-/// `position` with `...` marking what is left out.
-fn quote(input: &str, position: usize) -> String {
-    if input.len() <= QUOTE_LIMIT {
-        return input.to_string();
-    }
-    let floor = |mut i: usize| {
-        i = i.min(input.len());
-        while !input.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    let start = floor(position.saturating_sub(QUOTE_LIMIT / 2));
-    let end = floor(start + QUOTE_LIMIT);
-    format!(
-        "{}{}{}",
-        if start > 0 { "..." } else { "" },
-        &input[start..end],
-        if end < input.len() { "..." } else { "" }
-    )
 }
 
 impl FromStr for Spec {

@@ -53,7 +53,7 @@ use keel_policy::cosched::{
     self, CoschedError, CoschedPolicy, JobId, Matrix, ProcessClass, TimeSharing,
 };
 
-use crate::control::{self, ControlCommand, ControlRequest, ControlServer};
+use crate::control::{self, ControlCommand, ControlRequest, ControlServer, ToManager};
 pub use crate::guardian::ManagerExit;
 use crate::job::{JobSpec, BSP_COMMAND};
 use crate::node::{Heartbeat, Launch, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner};
@@ -65,9 +65,7 @@ use crate::sys::{self, Pid};
 mod answer;
 mod manager;
 
-/// `SCHED_FIFO` priority of the manager threads when [`Config::realtime`]
-/// is set: low, so that it only outranks ordinary processes.
-pub const MANAGER_RT_PRIORITY: i32 = 10;
+pub use crate::node::MANAGER_RT_PRIORITY;
 /// Default heartbeat lead: how long before a switch its heartbeat is sent.
 pub const DEFAULT_HEARTBEAT_LEAD: f64 = 0.001;
 /// Default nice value of a boosted F process.
@@ -357,6 +355,12 @@ struct JobState {
 pub(crate) enum MmEvent {
     Node(usize, NodeEvent),
     Control(ControlRequest),
+}
+
+impl ToManager for mpsc::Sender<MmEvent> {
+    fn hand_over(&self, request: ControlRequest) -> bool {
+        self.send(MmEvent::Control(request)).is_ok()
+    }
 }
 
 /// Job ids are unique per machine: the manager's pid and a counter, so

@@ -4,16 +4,15 @@
 //! Two syntaxes reach the same schedules:
 //! - OpenMP's `kind[,chunk]` (`OMP_SCHEDULE`, `KEEL_SCHEDULE`): `static`,
 //!   `static,4`, `dynamic,8`, `guided`, `gss-llvm`, `fac2`, `awf-b`,
-//!   `static-steal,16`, `auto`. Case-insensitive, spaces ignored.
+//!   `static-steal,16`. Case-insensitive, spaces ignored.
 //! - The spec grammar `name:key=value,...` for schedule parameters:
 //!   `tap:alpha=0.5`, `af:divider=4`, `ss:chunk=8`.
 //!
 //! `dynamic` is `ss` and `guided` is `gss` (both registered as aliases).
 //! `auto[,method]` is schedule *selection*, read by
-//! [`crate::select::parse_setting`] (`auto` alone = `auto,keel`); this
-//! function returns single schedules only, so here `auto` alone resolves to
-//! its fixed fallback `gac` (what LLVM's `auto` is) and `auto,<method>` is
-//! an error pointing at the selection parser. Every schedule accepts
+//! [`crate::select::parse_setting`] (`auto` alone = `auto,keel`) before it
+//! calls this module's parser for everything else: here `auto` is no
+//! schedule. Every schedule accepts
 //! `chunk=k` (`k >= 1`); a `chunk` in the
 //! spec is the schedule's default, which a loop's own chunk parameter
 //! ([`LoopShape::chunk`]) overrides.
@@ -50,13 +49,6 @@ pub const AUTO4OMP_PORTFOLIO: [&str; 12] = [
     "awf-e",
     "maf",
 ];
-
-/// The fixed schedule [`parse_schedule`] gives for `auto` alone (the
-/// selection itself is [`crate::select::parse_setting`]'s).
-const AUTO: &str = "gac";
-
-/// The selection methods `auto,<method>` names.
-const SELECTION_METHODS: [&str; 4] = crate::select::METHOD_NAMES;
 
 /// Parameters of a built-in schedule, from its spec.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -336,11 +328,7 @@ pub(crate) fn parse_schedule(
     } else {
         openmp_spec(text)?
     };
-    let name = if spec.name == "auto" {
-        AUTO
-    } else {
-        spec.name.as_str()
-    };
+    let name = spec.name.as_str();
     if WORKLOAD_SCHEDULES.contains(&name) {
         let schedule = WorkloadSchedule::from_spec(&spec)?;
         let chunk = schedule.chunk();
@@ -377,22 +365,6 @@ fn openmp_spec(text: &str) -> Result<Spec, PolicyError> {
     };
     let chunk = chunk.trim();
     let at = kind.len() + 1;
-    if name == "auto" {
-        let expected = if SELECTION_METHODS.contains(&chunk.to_ascii_lowercase().as_str()) {
-            "a single schedule: `auto,<method>` selects per loop instance and is not one \
-             schedule; read it with keel_policy::select::parse_setting (parse_schedule \
-             resolves `auto` alone to gac, its fixed fallback)"
-        } else {
-            "nothing: `auto` takes no chunk (auto,keel|expert|exhaustive|random are reserved \
-             for schedule selection)"
-        };
-        return Err(PolicyError::InvalidParameter {
-            policy: "auto".to_string(),
-            key: "method".to_string(),
-            value: chunk.to_string(),
-            expected: expected.to_string(),
-        });
-    }
     if chunk.is_empty() {
         return Err(malformed(at, "missing chunk size after `,`"));
     }
@@ -431,7 +403,6 @@ mod tests {
             parsed("static-steal,16"),
             ("static-steal:chunk=16".into(), Some(16))
         );
-        assert_eq!(parsed("auto"), ("gac".into(), None));
         assert_eq!(parsed(" Dynamic , 3 "), ("ss:chunk=3".into(), Some(3)));
     }
 
@@ -445,7 +416,6 @@ mod tests {
             ("maf:chunk=2,divider=4".into(), Some(2))
         );
         assert_eq!(parsed("ss:chunk=7"), ("ss:chunk=7".into(), Some(7)));
-        assert_eq!(parsed("auto:chunk=3"), ("gac:chunk=3".into(), Some(3)));
     }
 
     #[test]
@@ -490,9 +460,8 @@ mod tests {
             "{unknown}"
         );
         assert!(unknown.contains("static-steal"), "{unknown}");
-        let auto = err("auto,expert").to_string();
-        assert!(auto.contains("not") && auto.contains("gac"), "{auto}");
-        assert!(err("auto,4").to_string().contains("no chunk"));
+        // `auto` is selection: the selection parser reads it first.
+        assert!(matches!(err("auto"), PolicyError::UnknownPolicy { .. }));
     }
 
     #[test]
@@ -542,7 +511,7 @@ mod tests {
         }
         assert!(
             r.build("auto").is_err(),
-            "auto is resolved by parse_schedule only"
+            "auto is selection, not a registered schedule"
         );
     }
 

@@ -322,3 +322,16 @@ fn registry_names_specs_and_unknown_names() {
         PolicyError::UnknownParameter { .. }
     ));
 }
+
+#[test]
+fn cosched_parameter_errors_print_compactly() {
+    for spec in [
+        "sb:spin=-1e300",
+        "gs:t-slice=-1e300",
+        "fcs:t-slice=-1e300",
+        "fcs:f-thresh=1e300",
+    ] {
+        let err = crate::cosched::parse(spec).unwrap_err().to_string();
+        assert!(err.contains("1e300") && err.len() < 300, "{spec}: {err}");
+    }
+}
