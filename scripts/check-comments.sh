@@ -29,6 +29,7 @@ comments() {
 cites_origin='(^|[^a-z])(the|this|that|an?) issue($|[^a-z])|issue #?[0-9]+|session #?[0-9]+|\.\./shared'
 
 while IFS= read -r file; do
+    [ -f "$file" ] || continue
     case "$file" in
         *.rs) text=$(comments "$file") ;;
         *) text=$(grep -n '' "$file") ;;

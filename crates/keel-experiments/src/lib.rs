@@ -22,6 +22,7 @@
 pub mod bench;
 pub mod cosched;
 pub mod error;
+pub mod evaluation;
 pub mod sim;
 
 pub use error::{ExperimentError, Result};

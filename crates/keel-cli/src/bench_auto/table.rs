@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
+use keel_experiments::evaluation::oracle::degradation_percent;
 use keel_policy::dls::AUTO4OMP_PORTFOLIO;
-use keel_policy::select::{degradation_percent, Run};
+use keel_policy::select::Run;
 
 use crate::error::CliError;
 use crate::report;

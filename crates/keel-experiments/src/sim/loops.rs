@@ -27,8 +27,9 @@
 
 use std::path::PathBuf;
 
+use crate::evaluation::oracle::{degradation_percent, LoopTimes};
 use keel_policy::dls::AUTO4OMP_PORTFOLIO;
-use keel_policy::select::{degradation_percent, expert_chunk, LoopTimes};
+use keel_policy::select::expert_chunk;
 use keel_sim::loops::sphynx_l1::{self, SphynxL1};
 use keel_sim::loops::{Call, IterationCosts, Machine, Stepper};
 use keel_sim::{Noise, OverheadModel, WorkerModel};

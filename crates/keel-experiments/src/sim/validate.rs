@@ -39,9 +39,10 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Instant;
 
+use crate::evaluation::stats::kendall_tau;
 use keel::pool::ThreadPool;
 use keel_policy::dls::registry;
-use keel_policy::stats::{kendall_tau, median};
+use keel_policy::stats::median;
 use keel_sim::loops::{Call, IterationCosts, Machine, Stepper};
 use keel_workloads::loops::{loop_workload, LoopWorkload};
 use serde::Serialize;

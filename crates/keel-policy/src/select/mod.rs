@@ -12,7 +12,6 @@
 //! | [`membership`] | ExpertSel's membership functions, rules and defuzzification constants (Table 1, Algorithm 1) |
 //! | [`expert`] | ExpertSel: STATIC, then Table 1, then Algorithm 1, §3.3.3 |
 //! | [`keel`] | `auto,keel`: successive elimination on relative times, then change detection |
-//! | [`oracle`] | Oracle, ManualBest and % degradation for a Table-3-style report |
 //!
 //! # Protocol (what `keel::loops` does per loop id)
 //!
@@ -59,7 +58,6 @@ pub mod expert;
 pub mod expert_chunk;
 pub mod keel;
 pub mod membership;
-pub mod oracle;
 pub mod random;
 mod selector;
 mod setting;
@@ -75,7 +73,6 @@ pub use exhaustive::ExhaustiveSel;
 pub use expert::ExpertSel;
 pub use expert_chunk::expert_chunk;
 pub use keel::{KeelSel, SettledBy};
-pub use oracle::{degradation_percent, LoopTimes};
 pub use random::RandomSel;
 pub use selector::{LoopSelector, SelectionCost};
 pub use setting::{parse_auto, parse_setting, AutoSpec, Method, Setting, METHOD_NAMES};

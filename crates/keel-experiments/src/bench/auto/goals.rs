@@ -10,7 +10,7 @@
 //! totals, so it is biased low by the luck of the pick; the held-out best
 //! (chosen from the other repeats, timed in the one left out) shows how much.
 
-use keel::policy::select::oracle::LoopTimes;
+use crate::evaluation::oracle::LoopTimes;
 use serde::Serialize;
 
 use crate::error::Result;

@@ -194,7 +194,7 @@ pub struct WorkloadReport {
     /// Oracle's total, seconds.
     pub oracle: f64,
     /// Oracle held out
-    /// ([`select::oracle::held_out_oracle`](keel::policy::select::oracle::held_out_oracle)):
+    /// ([`evaluation::oracle::held_out_oracle`](crate::evaluation::oracle::held_out_oracle)):
     /// each instance's choice made from the other repeats and timed in the one
     /// left out, seconds; `None` with a single repeat. Its excess over
     /// Oracle is Oracle's luck, a lead no run can repeat.

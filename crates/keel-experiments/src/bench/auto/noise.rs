@@ -1,7 +1,7 @@
 //! The noise of a paired difference: Student's 95 % interval over the
 //! repeats, and the verdict of `auto,keel` against another method.
 
-use keel_policy::stats;
+use crate::evaluation::stats;
 
 use super::VersusKeel;
 

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
+use crate::evaluation::oracle::LoopTimes;
 use keel::loops::{record, LoopId, LoopRecord};
-use keel::policy::select::{self, oracle::LoopTimes};
+use keel::policy::select;
 use keel_workloads::steps::SteppedWorkload;
 
 use crate::error::{ExperimentError, Result};

@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
+use crate::evaluation::oracle::{degradation_percent, held_out_oracle, LoopTimes};
 use keel::policy::dls::AUTO4OMP_PORTFOLIO;
-use keel::policy::select::degradation_percent;
-use keel::policy::select::oracle::{held_out_oracle, LoopTimes};
 use keel_workloads::steps::SteppedWorkload;
 
 use super::goals::{held_out_best, LoopVersusBest, PerLoopGoals};
@@ -85,7 +84,7 @@ pub fn bench_workload(
         )));
     }
     // Per loop: its instances' times `[repeat][configuration][instance]`,
-    // reduced to medians by `select::oracle::LoopTimes` — once over every
+    // reduced to medians by `evaluation::oracle::LoopTimes` — once over every
     // configuration (Oracle), once over the default chunks (ManualBest).
     let mut loop_names: Vec<&'static str> = names.clone();
     loop_names.sort_unstable();

@@ -19,7 +19,8 @@ use keel::farm::{Farm, FarmReport};
 use keel_workloads::farm::{count_primes, Primes};
 
 use super::{Plan, Row};
-use keel_policy::stats::{mean_se, median};
+use crate::evaluation::stats::mean_se;
+use keel_policy::stats::median;
 
 use crate::error::{ExperimentError, Result};
 

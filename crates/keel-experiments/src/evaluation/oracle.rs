@@ -11,7 +11,7 @@
 //! Two schedules over two instances: each is best once, so Oracle beats either:
 //!
 //! ```
-//! use keel_policy::select::{degradation_percent, LoopTimes};
+//! use keel_experiments::evaluation::oracle::{degradation_percent, LoopTimes};
 //! let times = LoopTimes::new(&[vec![1.0, 3.0], vec![2.0, 1.0]]).unwrap();
 //! assert_eq!(times.manual_best(), (1, 3.0));
 //! assert_eq!(times.oracle_choices(), vec![0, 1]);
@@ -21,8 +21,8 @@
 
 use serde::Serialize;
 
-use super::median_in_place;
-use crate::error::PolicyError;
+use keel_policy::stats::median as median_in_place;
+use keel_policy::PolicyError;
 
 /// Measured times of one loop: `time(schedule, instance)` in seconds.
 #[derive(Clone, Debug, PartialEq)]
