@@ -86,6 +86,7 @@ impl From<keel_experiments::ExperimentError> for CliError {
             // The simulator refuses inputs it cannot model (a cluster too
             // large, an unknown clock or kernel): values the user gave.
             usage @ (E::Invalid(_) | E::Sim { .. }) => CliError::Usage(usage.to_string()),
+            E::Failed(message) => CliError::Runtime(message),
         }
     }
 }

@@ -18,6 +18,7 @@ mod map;
 mod mpi_bench;
 mod omp;
 mod omp_bench;
+mod omp_bench_table;
 mod omp_report;
 mod plot;
 mod policies;

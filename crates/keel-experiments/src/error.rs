@@ -35,6 +35,11 @@ pub enum ExperimentError {
     /// A workload spec that does not generate.
     #[error(transparent)]
     Workload(#[from] WorkloadError),
+
+    /// A valid experiment that failed while it ran (a program that could
+    /// not be built or run, or whose results disagree).
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl ExperimentError {

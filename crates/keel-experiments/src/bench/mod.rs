@@ -18,6 +18,7 @@ pub mod auto;
 pub mod farm;
 pub mod loops;
 pub mod objects;
+pub mod omp;
 
 use serde::Serialize;
 

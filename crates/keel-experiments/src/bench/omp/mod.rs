@@ -1,4 +1,4 @@
-//! `keel omp bench`: the drop-in OpenMP goals as a benchmark. C programs
+//! The drop-in OpenMP goals as a benchmark (`keel omp bench`). C programs
 //! with `schedule(runtime)` loops (shipped in `crates/keel-omp/bench`) are
 //! compiled with `gcc -fopenmp -O2` (libgomp) or `clang -fopenmp -O2`
 //! (LLVM's libomp), or their Fortran versions with `gfortran -fopenmp -O2`
@@ -15,66 +15,42 @@
 mod per_loop;
 mod programs;
 mod summary;
-mod table;
 mod unseen;
 
 use std::borrow::Cow;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use clap::Args;
 use serde::Serialize;
 use wait_timeout::ChildExt;
 
-use crate::error::CliError;
-use crate::progress;
+use super::Progress;
+use crate::error::ExperimentError;
 use programs::{Program, RunOutput};
-use summary::{Goal, Ratio};
 
-/// `keel omp bench`.
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Rounds: every configuration runs once per round (at least 2; 6 or
-    /// more for 95 % intervals) [default: 9, or 2 with --quick].
-    #[arg(long)]
+pub use per_loop::PerLoopReport;
+pub use summary::{Goal, Ratio, Verdict};
+
+/// What `keel omp bench` runs.
+#[derive(Clone, Debug)]
+pub struct OmpBenchConfig {
+    /// Rounds: every configuration runs once per round (2 to 1000; 6 or
+    /// more for 95 % intervals); `None`: 9, or 2 when `quick`.
     pub rounds: Option<usize>,
-    /// Run these workloads (comma-separated): mandelbrot-zoom,
-    /// lavamd-steps, balanced, short-loops (the default: these four);
-    /// stream, triangular, wavefront, short-balanced, sparse, phase-shift,
-    /// multi-loop (`unseen`: all seven, measured loop by loop); `all`:
-    /// the eleven.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    /// The workloads by name, `unseen` or `all` (empty: the original four).
     pub workloads: Vec<String>,
-    /// OpenMP threads (`OMP_NUM_THREADS`).
-    #[arg(long, default_value_t = 2)]
+    /// OpenMP threads (`OMP_NUM_THREADS`), 1 to 1024.
     pub threads: usize,
-    /// The compiler of the programs, which chooses the OpenMP runtime
-    /// their loops run on: gcc (libgomp), clang (LLVM's libomp) or
-    /// gfortran (libgomp; the workloads with a Fortran version).
-    #[arg(long, value_enum, default_value_t = Compiler::Gcc)]
+    /// The programs' compiler.
     pub compiler: Compiler,
-    /// A demonstration of the table's form: two steps per program (the
-    /// short loops: 1000 instances, the short balanced ones 200, the
-    /// wavefront one sweep) and 2 rounds unless --rounds is given.
-    #[arg(long)]
+    /// Two steps per program and 2 rounds unless `rounds` is given.
     pub quick: bool,
-    /// The preload library (default: `libkeel_omp.so` next to this
-    /// executable, or in its `deps/` folder).
-    #[arg(long, value_name = "PATH")]
-    pub library: Option<PathBuf>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 /// Which compiler builds the programs, and so which OpenMP runtime runs
 /// their loops when Keel does not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Compiler {
     /// `gcc -fopenmp`: GCC's libgomp.
@@ -186,7 +162,7 @@ fn configurations(program: &Program, threads: usize) -> Vec<Runtime> {
 /// The workloads `--workloads` names, in report order: the original four
 /// when none is named, `unseen` standing for the seven others and `all`
 /// for the eleven.
-fn chosen_workloads(names: &[String]) -> Result<Vec<&'static str>, CliError> {
+fn chosen_workloads(names: &[String]) -> Result<Vec<&'static str>, ExperimentError> {
     let every: Vec<&'static str> = programs::WORKLOADS
         .iter()
         .chain(&unseen::WORKLOADS)
@@ -197,7 +173,7 @@ fn chosen_workloads(names: &[String]) -> Result<Vec<&'static str>, CliError> {
     }
     for name in names {
         if !(name == "all" || name == "unseen" || every.contains(&name.as_str())) {
-            return Err(CliError::Usage(format!(
+            return Err(ExperimentError::Invalid(format!(
                 "--workloads: unknown workload `{name}`; valid: {}, or unseen (the last seven), or all",
                 every.join(", ")
             )));
@@ -303,16 +279,23 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// `keel omp bench`.
-pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
+/// Runs the benchmark: compiles the programs into a private folder, runs
+/// every configuration once per round in rotating order, and summarises.
+/// `library` locates `libkeel_omp.so` once the configuration is known to
+/// be valid; `progress` hears the number of runs, then one step per run.
+pub fn run(
+    args: &OmpBenchConfig,
+    library: &dyn Fn() -> Result<PathBuf, ExperimentError>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<BenchReport, ExperimentError> {
     let rounds = args.rounds.unwrap_or(if args.quick { 2 } else { 9 });
     if !(2..=1000).contains(&rounds) {
-        return Err(CliError::Usage(format!(
+        return Err(ExperimentError::Invalid(format!(
             "--rounds {rounds}: between 2 and 1000 (the held-out Oracle needs two)"
         )));
     }
     if !(1..=1024).contains(&args.threads) {
-        return Err(CliError::Usage(format!(
+        return Err(ExperimentError::Invalid(format!(
             "--threads {}: between 1 and 1024",
             args.threads
         )));
@@ -337,24 +320,25 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .filter(|p| p.fortran.is_some())
             .map(|p| p.name)
             .collect();
-        return Err(CliError::Usage(format!(
+        return Err(ExperimentError::Invalid(format!(
             "--compiler gfortran: none of the workloads asked has a Fortran version; those that do: {}",
             fortran.join(", ")
         )));
     }
-    let library = crate::omp::library(args.library.as_deref())?;
+    let library = library()?;
     // A private folder (mode 0700, unpredictable name): the benchmark may
     // run as root, and the executables it runs must be the ones it built.
     let dir = tempfile::Builder::new()
         .prefix("keel-omp-bench")
-        .tempdir()?;
+        .tempdir()
+        .map_err(|e| ExperimentError::Failed(format!("cannot make a private folder: {e}")))?;
     let executables = programs::compile(&programs, dir.path(), args.compiler)?;
     let native = args.compiler.runtime();
     let total: usize = programs
         .iter()
         .map(|p| configurations(p, args.threads).len() * rounds)
         .sum();
-    let bar = progress::bar(total as u64, "omp bench", args.quiet);
+    progress(Progress::Total(total as u64));
     let mut workloads = Vec::new();
     for (program, exe) in programs.iter().zip(&executables) {
         let configs = configurations(program, args.threads);
@@ -366,12 +350,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
         for round in 0..rounds {
             for k in 0..configs.len() {
                 let c = (round + k) % configs.len();
-                bar.set_message(format!("{} {}", program.name, configs[c].name(native)));
                 let got = run_once(exe, program, &configs[c], args.threads, &library, native)?;
                 match checksum {
                     None => checksum = Some(got.checksum),
                     Some(sum) if sum != got.checksum => {
-                        return Err(CliError::Runtime(format!(
+                        return Err(ExperimentError::Failed(format!(
                             "{} under {}: checksum {} differs from {sum}: some iterations ran twice or not at all",
                             program.name,
                             configs[c].name(native),
@@ -383,7 +366,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 let names: Vec<String> = got.loops.iter().map(|(n, _)| n.clone()).collect();
                 let expected = loop_names.get_or_insert_with(|| names.clone());
                 if *expected != names {
-                    return Err(CliError::Runtime(format!(
+                    return Err(ExperimentError::Failed(format!(
                         "{} under {}: printed loops {names:?}, another run {expected:?}",
                         program.name,
                         configs[c].name(native)
@@ -394,7 +377,11 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
                     loop_times[c][l].push(*seconds);
                 }
                 times[c].push(got.seconds);
-                bar.inc(1);
+                progress(Progress::Step(&format!(
+                    "{} {}",
+                    program.name,
+                    configs[c].name(native)
+                )));
             }
         }
         workloads.push(summarise(
@@ -406,22 +393,14 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
             args.compiler,
         ));
     }
-    bar.finish_and_clear();
-    let report = BenchReport {
+    Ok(BenchReport {
         compiler: args.compiler,
         openmp_runtime: native,
         threads: args.threads,
         rounds,
         workloads,
         skipped,
-    };
-    if args.json {
-        serde_json::to_writer_pretty(&mut *out, &report)?;
-        writeln!(out)?;
-    } else {
-        table::write_report(out, &report)?;
-    }
-    Ok(())
+    })
 }
 
 /// Runs `exe` once under `runtime`.
@@ -432,7 +411,7 @@ fn run_once(
     threads: usize,
     library: &Path,
     native: &str,
-) -> Result<RunOutput, CliError> {
+) -> Result<RunOutput, ExperimentError> {
     let mut command = Command::new(exe);
     command
         .args(&program.args)
@@ -465,16 +444,16 @@ fn run_once(
     }
     let what = format!("{} under {}", program.name, runtime.name(native));
     let output = output_within(&mut command, RUN_LIMIT)
-        .map_err(|e| CliError::Runtime(format!("{what}: {e}")))?;
+        .map_err(|e| ExperimentError::Failed(format!("{what}: {e}")))?;
     if !output.status.success() {
-        return Err(CliError::Runtime(format!(
+        return Err(ExperimentError::Failed(format!(
             "{what} failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
     programs::parse_output(&String::from_utf8_lossy(&output.stdout))
-        .map_err(|e| CliError::Runtime(format!("{what}: {e}")))
+        .map_err(|e| ExperimentError::Failed(format!("{what}: {e}")))
 }
 
 /// How long one run of a benchmark program may take: every workload's run

@@ -164,7 +164,7 @@ pub fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::omp_bench::summary::Verdict;
+    use crate::bench::omp::summary::Verdict;
 
     /// A hand-made run: three fixed configurations, `auto`, two loops,
     /// three rounds.

@@ -5,11 +5,9 @@
 
 use std::io::Write;
 
-use super::per_loop::PerLoopReport;
-use super::summary::Ratio;
-use super::BenchReport;
 use crate::error::CliError;
 use crate::report;
+use keel_experiments::bench::omp::{BenchReport, PerLoopReport, Ratio};
 
 /// `1.023 [0.998, 1.051]`, or the median alone without an interval.
 fn ratio_words(ratio: Option<Ratio>) -> String {

@@ -10,7 +10,7 @@ use keel_policy::Spec;
 use keel_workloads::steps::{LavaMdSteps, MandelbrotZoom, SteppedWorkload};
 
 use super::Compiler;
-use crate::error::CliError;
+use crate::error::ExperimentError;
 
 /// One benchmark program and the arguments it runs with.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,15 +38,15 @@ pub struct Program {
 /// without `--workloads` runs these.
 pub const WORKLOADS: [&str; 4] = ["mandelbrot-zoom", "lavamd-steps", "balanced", "short-loops"];
 
-const MANDELBROT_C: &str = include_str!("../../../keel-omp/bench/mandelbrot.c");
-const LAVAMD_C: &str = include_str!("../../../keel-omp/bench/lavamd.c");
-const BALANCED_C: &str = include_str!("../../../keel-omp/bench/balanced.c");
-const SHORT_C: &str = include_str!("../../../keel-omp/bench/short.c");
+const MANDELBROT_C: &str = include_str!("../../../../keel-omp/bench/mandelbrot.c");
+const LAVAMD_C: &str = include_str!("../../../../keel-omp/bench/lavamd.c");
+const BALANCED_C: &str = include_str!("../../../../keel-omp/bench/balanced.c");
+const SHORT_C: &str = include_str!("../../../../keel-omp/bench/short.c");
 
 /// The C programs' shared argument helpers (`#include "bench_args.h"`).
-const BENCH_ARGS_H: &str = include_str!("../../../keel-omp/bench/bench_args.h");
+const BENCH_ARGS_H: &str = include_str!("../../../../keel-omp/bench/bench_args.h");
 /// The Fortran programs' shared helpers (`use bench_io`).
-const BENCH_IO_F90: &str = include_str!("../../../keel-omp/bench/bench_io.f90");
+const BENCH_IO_F90: &str = include_str!("../../../../keel-omp/bench/bench_io.f90");
 
 /// The balanced loop: 256 iterations of 2000 dependent multiply-adds each
 /// (an instance of about 0.6 ms at 2 threads, above the 100 µs below which
@@ -59,21 +59,21 @@ pub const SHORT: (u64, u64, u64) = (16, 50, 100_000);
 
 /// The programs at their fixed sizes; `quick` keeps every size but the
 /// number of steps (instances), for a run that only shows the table's form.
-pub fn programs(quick: bool) -> Result<Vec<Program>, CliError> {
+pub fn programs(quick: bool) -> Result<Vec<Program>, ExperimentError> {
     // The Rust workloads' defaults, taken from keel-workloads itself so
     // that the C programs run what `keel bench auto` runs.
     let spec = |name: &str| {
-        Spec::parse(name).map_err(|e| CliError::Runtime(format!("workload {name}: {e}")))
+        Spec::parse(name).map_err(|e| ExperimentError::Failed(format!("workload {name}: {e}")))
     };
     let zoom = MandelbrotZoom::from_spec(&spec(MandelbrotZoom::NAME)?)?;
     let lava = LavaMdSteps::from_spec(&spec(LavaMdSteps::NAME)?)?;
     let zoom_params = spec_params(&zoom.spec());
-    let get = |key: &str| -> Result<String, CliError> {
+    let get = |key: &str| -> Result<String, ExperimentError> {
         zoom_params
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
-            .ok_or_else(|| CliError::Runtime(format!("mandelbrot-zoom has no `{key}`")))
+            .ok_or_else(|| ExperimentError::Failed(format!("mandelbrot-zoom has no `{key}`")))
     };
     let steps = |full: usize| if quick { 2 } else { full };
     let boxes = lava.boxes();
@@ -167,16 +167,17 @@ pub fn compile(
     programs: &[Program],
     dir: &Path,
     compiler: Compiler,
-) -> Result<Vec<PathBuf>, CliError> {
+) -> Result<Vec<PathBuf>, ExperimentError> {
     let cc = compiler.command();
     let module = match compiler {
         Compiler::Gfortran => {
             let module = dir.join("bench_io.f90");
-            std::fs::write(&module, BENCH_IO_F90)?;
+            std::fs::write(&module, BENCH_IO_F90).map_err(|e| write_failed(&module, e))?;
             Some(module)
         }
         Compiler::Gcc | Compiler::Clang => {
-            std::fs::write(dir.join("bench_args.h"), BENCH_ARGS_H)?;
+            std::fs::write(dir.join("bench_args.h"), BENCH_ARGS_H)
+                .map_err(|e| write_failed(&dir.join("bench_args.h"), e))?;
             None
         }
     };
@@ -186,7 +187,7 @@ pub fn compile(
             let (text, ext) = match compiler {
                 Compiler::Gfortran => (
                     p.fortran.ok_or_else(|| {
-                        CliError::Runtime(format!("{} has no Fortran version", p.name))
+                        ExperimentError::Failed(format!("{} has no Fortran version", p.name))
                     })?,
                     "f90",
                 ),
@@ -194,7 +195,7 @@ pub fn compile(
             };
             let source = dir.join(format!("{}.{ext}", p.stem));
             let exe = dir.join(p.stem);
-            std::fs::write(&source, text)?;
+            std::fs::write(&source, text).map_err(|e| write_failed(&source, e))?;
             let mut command = Command::new(cc);
             command.args(["-fopenmp", "-O2", "-o"]).arg(&exe);
             if let Some(module) = &module {
@@ -204,9 +205,9 @@ pub fn compile(
                 .arg(&source)
                 .arg("-lm")
                 .output()
-                .map_err(|e| CliError::Runtime(format!("cannot run {cc}: {e}")))?;
+                .map_err(|e| ExperimentError::Failed(format!("cannot run {cc}: {e}")))?;
             if !out.status.success() {
-                return Err(CliError::Runtime(format!(
+                return Err(ExperimentError::Failed(format!(
                     "{cc} -fopenmp -O2 {}.{ext} failed: {}",
                     p.stem,
                     String::from_utf8_lossy(&out.stderr).trim()
@@ -277,6 +278,11 @@ pub fn parse_output(text: &str) -> Result<RunOutput, String> {
         checksum,
         loops,
     })
+}
+
+/// A source file that could not be written into the build folder.
+fn write_failed(path: &Path, e: std::io::Error) -> ExperimentError {
+    ExperimentError::Failed(format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

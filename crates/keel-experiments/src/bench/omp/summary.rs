@@ -58,7 +58,7 @@ pub fn median_interval95(values: &[f64]) -> Option<(f64, f64)> {
 /// Oracle held out, round by round: for each round `r`, the fixed schedule
 /// with the smallest median over the *other* rounds, timed in round `r`
 /// (`keel bench auto`'s held-out Oracle with the whole run as the one loop
-/// instance: `keel_experiments::evaluation::oracle::held_out_oracle`). Returns each
+/// instance: `crate::evaluation::oracle::held_out_oracle`). Returns each
 /// round's time and the schedule (index into `fixed`) chosen for it; `None`
 /// with fewer than two rounds.
 pub fn held_out_oracle(fixed: &[&[f64]]) -> Option<(Vec<f64>, Vec<usize>)> {
@@ -236,7 +236,7 @@ mod tests {
         let repeats: Vec<Vec<Vec<f64>>> = (0..4)
             .map(|r| fixed.iter().map(|t| vec![t[r]]).collect())
             .collect();
-        let theirs = keel_experiments::evaluation::oracle::held_out_oracle(&repeats)
+        let theirs = crate::evaluation::oracle::held_out_oracle(&repeats)
             .unwrap()
             .unwrap();
         let mut ours = times.clone();

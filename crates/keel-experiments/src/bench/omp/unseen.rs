@@ -75,24 +75,24 @@ pub const MULTI_LOOP: MultiLoop = MultiLoop {
     steps: 40,
 };
 
-const STREAM_C: &str = include_str!("../../../keel-omp/bench/stream.c");
-const TRIANGULAR_C: &str = include_str!("../../../keel-omp/bench/triangular.c");
-const WAVEFRONT_C: &str = include_str!("../../../keel-omp/bench/wavefront.c");
-const SHORT_BALANCED_C: &str = include_str!("../../../keel-omp/bench/short_balanced.c");
-const SPARSE_C: &str = include_str!("../../../keel-omp/bench/sparse.c");
-const PHASE_SHIFT_C: &str = include_str!("../../../keel-omp/bench/phase_shift.c");
-const MULTI_LOOP_C: &str = include_str!("../../../keel-omp/bench/multi_loop.c");
+const STREAM_C: &str = include_str!("../../../../keel-omp/bench/stream.c");
+const TRIANGULAR_C: &str = include_str!("../../../../keel-omp/bench/triangular.c");
+const WAVEFRONT_C: &str = include_str!("../../../../keel-omp/bench/wavefront.c");
+const SHORT_BALANCED_C: &str = include_str!("../../../../keel-omp/bench/short_balanced.c");
+const SPARSE_C: &str = include_str!("../../../../keel-omp/bench/sparse.c");
+const PHASE_SHIFT_C: &str = include_str!("../../../../keel-omp/bench/phase_shift.c");
+const MULTI_LOOP_C: &str = include_str!("../../../../keel-omp/bench/multi_loop.c");
 
 // The Fortran 2008 versions: the same arithmetic in signed 64-bit integers
 // (every value below 2^53, so nothing overflows) and doubles computed in
 // the same order, so the same checksums.
-const STREAM_F90: &str = include_str!("../../../keel-omp/bench/stream.f90");
-const TRIANGULAR_F90: &str = include_str!("../../../keel-omp/bench/triangular.f90");
-const WAVEFRONT_F90: &str = include_str!("../../../keel-omp/bench/wavefront.f90");
-const SHORT_BALANCED_F90: &str = include_str!("../../../keel-omp/bench/short_balanced.f90");
-const SPARSE_F90: &str = include_str!("../../../keel-omp/bench/sparse.f90");
-const PHASE_SHIFT_F90: &str = include_str!("../../../keel-omp/bench/phase_shift.f90");
-const MULTI_LOOP_F90: &str = include_str!("../../../keel-omp/bench/multi_loop.f90");
+const STREAM_F90: &str = include_str!("../../../../keel-omp/bench/stream.f90");
+const TRIANGULAR_F90: &str = include_str!("../../../../keel-omp/bench/triangular.f90");
+const WAVEFRONT_F90: &str = include_str!("../../../../keel-omp/bench/wavefront.f90");
+const SHORT_BALANCED_F90: &str = include_str!("../../../../keel-omp/bench/short_balanced.f90");
+const SPARSE_F90: &str = include_str!("../../../../keel-omp/bench/sparse.f90");
+const PHASE_SHIFT_F90: &str = include_str!("../../../../keel-omp/bench/phase_shift.f90");
+const MULTI_LOOP_F90: &str = include_str!("../../../../keel-omp/bench/multi_loop.f90");
 
 /// The seven programs at their fixed sizes; `quick` keeps every size but
 /// the number of steps (2; the wavefront 1 sweep, the short loops 200
@@ -224,8 +224,8 @@ pub fn chunk(largest: u64, threads: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::omp_bench::programs::{compile, parse_output, RunOutput};
-    use crate::omp_bench::Compiler;
+    use crate::bench::omp::programs::{compile, parse_output, RunOutput};
+    use crate::bench::omp::Compiler;
     use std::process::Command;
 
     /// Pins the sizes: a change here changes every figure of these
