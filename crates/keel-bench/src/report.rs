@@ -221,34 +221,19 @@ fn chunks_text(c: Option<&Cell>) -> String {
     })
 }
 
-/// Writes `rows` as a table with a header, columns padded to their widest
-/// cell (counted in characters).
+/// Writes `rows` as a table under `header` and a rule of dashes, columns
+/// left-aligned and padded to their widest cell (counted in characters).
 pub fn table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, c) in row.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let line = |out: &mut dyn Write, cells: &[String]| -> io::Result<()> {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            s.push_str(c);
-            if i + 1 < cells.len() {
-                s.extend(std::iter::repeat_n(' ', width[i] - c.chars().count()));
-            }
-        }
-        writeln!(out, "{}", s.trim_end())
-    };
-    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    line(out, &head)?;
-    let rule: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
-    line(out, &rule)?;
-    for row in rows {
-        line(out, row)?;
+    let mut all = Vec::with_capacity(rows.len() + 1);
+    all.push(
+        header
+            .iter()
+            .map(|h| h.to_string())
+            .collect::<Vec<String>>(),
+    );
+    all.extend(rows.iter().cloned());
+    for line in keel::table::TableStyle::RULED.lines(&all) {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }

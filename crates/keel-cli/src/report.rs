@@ -12,6 +12,11 @@ use serde::Serialize;
 
 use crate::error::CliError;
 
+/// Lines of an aligned table: the first column left-aligned, the others
+/// right-aligned, two spaces between columns, indented by two, no trailing
+/// spaces (`keel::table`'s layout for the command's tables).
+pub use keel::table::align;
+
 /// One policy's decision and how good it is.
 #[derive(Debug)]
 pub struct Outcome {
@@ -185,36 +190,6 @@ pub fn write_table(out: &mut dyn Write, cmp: &Comparison) -> Result<(), CliError
         writeln!(out, "{line}")?;
     }
     Ok(())
-}
-
-/// Lines of an aligned table: the first column left-aligned, the others
-/// right-aligned, two spaces between columns, indented by two, no trailing
-/// spaces. Widths count characters, not bytes (the headers use `λ`, `÷`).
-pub fn align<R: AsRef<[String]>>(rows: &[R]) -> Vec<String> {
-    let columns = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
-    let mut widths = vec![0usize; columns];
-    for r in rows {
-        for (w, cell) in widths.iter_mut().zip(r.as_ref()) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    rows.iter()
-        .map(|r| {
-            let mut line = String::from("  ");
-            for (i, (cell, &w)) in r.as_ref().iter().zip(&widths).enumerate() {
-                let pad = " ".repeat(w - cell.chars().count());
-                if i == 0 {
-                    line.push_str(cell);
-                    line.push_str(&pad);
-                } else {
-                    line.push_str("  ");
-                    line.push_str(&pad);
-                    line.push_str(cell);
-                }
-            }
-            line.trim_end().to_string()
-        })
-        .collect()
 }
 
 /// Each decision's mapping, one line per policy: the PU of each task in

@@ -62,7 +62,9 @@
 //! ```
 //!
 //! - [`trace`]: the `KEEL_TRACE` file and [`trace::finish`].
-//! - [`warn`]: warnings about the environment, once per process per value.
+//! - [`output`], [`table`], [`warn`]: files written where a user points,
+//!   the plain-text tables of Keel's tools, warnings about the environment
+//!   printed once per process per value.
 
 mod enact;
 pub mod farm;
@@ -71,6 +73,7 @@ pub mod objects;
 pub mod output;
 pub mod pool;
 mod sync;
+pub mod table;
 pub mod tasks;
 pub mod trace;
 pub mod warn;
