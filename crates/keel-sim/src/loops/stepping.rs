@@ -12,8 +12,7 @@
 //!    and `greedy` the iteration assignment, computed once from the hints
 //!    and reused while they are unchanged;
 //! 3. plan through [`LoopSchedule::plan`] and simulate the instance;
-//! 4. store the measurements in the loop's [`LoopMemory`] (the type the
-//!    runtime's records keep: profile, AWF history weighted by instance
+//! 4. store the measurements (profile, AWF history weighted by instance
 //!    number) and feed the selector the same [`Measurement`] the runtime
 //!    does: per-worker finish times and `N`.
 //!
@@ -39,7 +38,7 @@
 use std::collections::HashMap;
 
 use keel_policy::concept::{Concept, Model, Origin, Subject};
-use keel_policy::dls::{Assignment, LoopMemory, LoopSchedule, LoopShape};
+use keel_policy::dls::{Assignment, LoopSchedule, LoopShape};
 use keel_policy::select::{self, AutoSpec, LoopSelector, Measurement, Record, Setting};
 use keel_policy::ContextHandler;
 use rand::SeedableRng;
@@ -76,7 +75,9 @@ struct CachedAssignment {
 /// What is kept about one loop across its instances.
 #[derive(Default)]
 struct LoopState {
-    memory: LoopMemory,
+    instances: u64,
+    profile: Option<(f64, f64)>,
+    history: Vec<f64>,
     selector: Option<LoopSelector>,
     assignment: Option<CachedAssignment>,
 }
@@ -155,12 +156,6 @@ impl Stepper {
         self.loops.get(id)?.selector.as_ref().map(|s| s.record())
     }
 
-    /// What loop `id` remembers for the schedules that learn from earlier
-    /// instances (the runtime's loop records keep the same type).
-    pub fn memory(&self, id: &str) -> Option<&LoopMemory> {
-        self.loops.get(id).map(|state| &state.memory)
-    }
-
     /// One instance of loop `id` over `costs`, with the defaults of [`Call`].
     pub fn run(&mut self, id: &str, costs: &IterationCosts) -> Result<InstanceResult, SimError> {
         self.run_with(id, costs, Call::default())
@@ -212,12 +207,12 @@ impl Stepper {
         let chunk = call.chunk.or(own_chunk);
         let shape = LoopShape::new(iterations, threads, chunk)?;
 
-        let history: Option<Vec<f64>> = reads(Concept::ThreadHistory)
-            .then(|| state.memory.history_for(threads).map(<[f64]>::to_vec))
-            .flatten();
+        let history: Option<Vec<f64>> = (reads(Concept::ThreadHistory)
+            && state.history.len() == 2 * threads)
+            .then(|| state.history.clone());
         let profiled = reads(Concept::IterationProfile);
         let profile: Option<[f64; 2]> = if profiled {
-            state.memory.profile().map(|(mean, sd)| [mean, sd])
+            state.profile.map(|(mean, sd)| [mean, sd])
         } else {
             None
         };
@@ -283,11 +278,24 @@ impl Stepper {
         result.selection = selected;
         self.now += result.t_par;
 
-        // Every simulated worker starts at the fork, so its finish time
-        // (from the fork) is its busy time, what the runtime records.
-        state
-            .memory
-            .record(&result.thread_iterations, &result.finish, result.profile);
+        state.instances += 1;
+        if let Some(p) = result.profile {
+            state.profile = Some(p);
+        }
+        if state.history.len() != 2 * threads {
+            state.history = vec![0.0; 2 * threads];
+        }
+        // AWF's time-step-weighted history, as the runtime's LoopRecord keeps it.
+        let step = state.instances as f64;
+        for (i, (&work, &time)) in result
+            .thread_iterations
+            .iter()
+            .zip(&result.finish)
+            .enumerate()
+        {
+            state.history[2 * i] += step * work as f64;
+            state.history[2 * i + 1] += step * time;
+        }
         if let Some(selector) = &mut state.selector {
             let measurement =
                 Measurement::from_finish_times(&result.finish).with_iterations(iterations);

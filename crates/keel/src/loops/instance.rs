@@ -118,16 +118,13 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
             .any(|r| r.concept == concept)
     };
     history.clear();
-    let kept = reads(Concept::ThreadHistory)
-        .then(|| st.record.memory.history_for(spec.threads))
-        .flatten();
-    let copied = kept.is_some();
-    if let Some(kept) = kept {
-        history.extend_from_slice(kept);
+    let copied = reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads;
+    if copied {
+        history.extend_from_slice(&st.record.history);
     }
     let profiled = reads(Concept::IterationProfile);
     let profile = if profiled {
-        st.record.memory.profile().map(|(mean, sd)| [mean, sd])
+        st.record.profile.map(|(mean, sd)| [mean, sd])
     } else {
         None
     };

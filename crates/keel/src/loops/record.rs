@@ -25,7 +25,6 @@ use std::sync::atomic::Ordering;
 use crossbeam_utils::CachePadded;
 use serde::Serialize;
 
-use keel_policy::dls::LoopMemory;
 use keel_policy::select::{Run, SelectionCost, SettledBy};
 
 use super::claim::ProfileSums;
@@ -212,14 +211,15 @@ pub struct LoopRecord {
     pub instances: u64,
     /// The latest recorded instance.
     pub last: InstanceStats,
-    /// What the schedules that learn from earlier instances read: the
-    /// profile (FSC, FAC, TAP, BOLD; Keel times each chunk of such
-    /// instances and estimates it from the chunk times,
-    /// `claim::ProfileSums`, without timing single iterations) and AWF's
-    /// history of each participant's iterations and busy time. The
-    /// simulator keeps the same [`LoopMemory`].
-    #[serde(flatten)]
-    pub memory: LoopMemory,
+    /// Mean and standard deviation of the time per iteration, in seconds,
+    /// from the latest instance whose schedule reads a profile (FSC, FAC,
+    /// TAP, BOLD): Keel times each chunk of such instances and estimates
+    /// both from the chunk times (`claim::ProfileSums`), without timing
+    /// single iterations. Instances of other schedules leave it unchanged.
+    pub profile: Option<(f64, f64)>,
+    /// AWF's time-step-weighted history, two entries per participant:
+    /// Σ s·W_i (iterations) and Σ s·T_i (seconds) over instances s = 1, 2, ….
+    pub history: Vec<f64>,
     /// How many times a workload-aware schedule (`binlpt`, `greedy`) computed
     /// its iteration assignment; the other instances reused one.
     pub assignments: u64,
@@ -339,18 +339,27 @@ impl LoopRecord {
         self.extend_schedules(schedule);
         let last = &self.last;
 
-        let profile = profiled
-            .then(|| {
-                let mut sums = ProfileSums::default();
-                for slot in slots {
-                    let bits = std::array::from_fn(|i| slot.profile[i].load(Ordering::Relaxed));
-                    sums.merge(ProfileSums::from_bits(bits));
-                }
-                sums.profile()
-            })
-            .flatten();
-        self.memory
-            .record(&last.thread_iterations, &last.busy, profile);
+        if profiled {
+            let mut sums = ProfileSums::default();
+            for slot in slots {
+                let bits = std::array::from_fn(|i| slot.profile[i].load(Ordering::Relaxed));
+                sums.merge(ProfileSums::from_bits(bits));
+            }
+            if let Some(profile) = sums.profile() {
+                self.profile = Some(profile);
+            }
+        }
+
+        // AWF: time-step-weighted work and time per participant.
+        if self.history.len() != 2 * slots.len() {
+            self.history.clear();
+            self.history.resize(2 * slots.len(), 0.0);
+        }
+        let step = self.instances as f64;
+        for (i, (&work, &time)) in last.thread_iterations.iter().zip(&last.busy).enumerate() {
+            self.history[2 * i] += step * work as f64;
+            self.history[2 * i + 1] += step * time;
+        }
     }
 }
 
