@@ -22,14 +22,15 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_utils::CachePadded;
 use keel_policy::concept::{Concept, Origin};
-use keel_policy::dls::{LoopSchedule, LoopShape, Plan, SharedAssignment, WorkloadSchedule};
+use keel_policy::dls::{
+    LoopSchedule, LoopShape, Plan, Recall, SharedAssignment, StepMeasurement, WorkloadSchedule,
+};
 use keel_policy::select::{self, Measurement, Setting};
 use keel_policy::{ContextHandler, PolicyError};
 use smallvec::SmallVec;
 
-use super::state::{
-    self, CachedAssignment, Lease, LeaseCount, LoopState, Parsed, Resolved, Selection, SharedState,
-};
+use super::record::measured_profile;
+use super::state::{self, Lease, LeaseCount, LoopState, Parsed, Resolved, Selection, SharedState};
 use super::{LoopId, LoopSummary, Slot, HINTS};
 use crate::trace;
 
@@ -110,24 +111,16 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         measure,
         lease,
     } = resolve(&mut st, spec)?;
-    let reads = |concept| {
-        parsed
-            .schedule
-            .requirements()
-            .iter()
-            .any(|r| r.concept == concept)
-    };
+    let recall = st.memory.recall(parsed.schedule.as_ref(), spec.threads);
     history.clear();
-    let copied = reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads;
-    if copied {
-        history.extend_from_slice(&st.record.history);
+    if let Some(kept) = recall.history {
+        history.extend_from_slice(kept);
     }
-    let profiled = reads(Concept::IterationProfile);
-    let profile = if profiled {
-        st.record.profile.map(|(mean, sd)| [mean, sd])
-    } else {
-        None
-    };
+    let (profile, profiled, copied) = (
+        recall.profile.copied(),
+        recall.profiled,
+        recall.history.is_some(),
+    );
     // The loop's own chunk wins; under `auto` the expert chunk takes
     // the chunk parameter's place (docs/conventions.md#the-chunk-parameter).
     let chunk = spec.chunk.or(auto_chunk).or(parsed.chunk);
@@ -184,12 +177,12 @@ impl Prepared {
         spec: &LoopSpec<'a>,
         history: &'a History,
     ) {
-        if let Some(values) = &self.profile {
-            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
-        }
-        if self.history {
-            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
-        }
+        let recall = Recall {
+            profile: self.profile.as_ref(),
+            history: self.history.then_some(&history[..]),
+            profiled: self.profiled,
+        };
+        recall.provide(ctx);
         if let Some(weights) = spec.weights {
             ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
         }
@@ -252,8 +245,16 @@ impl Prepared {
             slots,
             // A recorded instance always read the fork's clock.
             t_par.unwrap_or(f64::NAN),
-            self.profiled,
         );
+        st.memory.remember(&StepMeasurement {
+            iterations: &record.last.thread_iterations,
+            busy: &record.last.busy,
+            profile: if self.profiled {
+                measured_profile(slots)
+            } else {
+                None
+            },
+        });
         record.last.selection = self.selected.map(|s| s.phase);
         record.last.chunk = self.shape.chunk;
         let summary = LoopSummary {
@@ -479,21 +480,6 @@ fn assignment_for(
              pass them with .workload(&loads)"
         ),
     })?;
-    if let Some(cached) = &st.assignment {
-        if cached.matches(&parsed.canonical, shape.threads, shape.chunk, hints) {
-            return Ok(Arc::clone(&cached.assignment));
-        }
-    }
-    let mut ctx = ContextHandler::new();
-    ctx.provide_values(HINTS, Origin::User, hints);
-    let assignment = Arc::new(workload.assign(shape, &ctx)?);
-    st.record.assignments += 1;
-    st.assignment = Some(CachedAssignment {
-        canonical: parsed.canonical.clone(),
-        threads: shape.threads,
-        chunk: shape.chunk,
-        hints: hints.iter().map(|h| h.to_bits()).collect(),
-        assignment: Arc::clone(&assignment),
-    });
-    Ok(assignment)
+    st.memory
+        .assignment(workload, &parsed.canonical, shape, hints)
 }
