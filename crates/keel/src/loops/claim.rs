@@ -68,7 +68,7 @@ impl Shared {
 
 /// What a participant of one loop instance reads. Under Keel's pool each
 /// participant builds it on its own stack from the job the fork carried
-/// (`pooled.rs`), so reading it moves no line; threads Keel does not own
+/// (`pool_driver.rs`), so reading it moves no line; threads Keel does not own
 /// each hold their own (with equal plans) over one set of counters. The
 /// shared counters, which only dynamic claims touch, sit on lines of their
 /// own behind a reference.

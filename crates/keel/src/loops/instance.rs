@@ -2,7 +2,7 @@
 //! [`prepare`] (resolve the schedule, read what the loop kept, build the
 //! plan's inputs) → [`Prepared::plan`] → `claim::participate(me)` on every
 //! participant → [`Prepared::finish`] (record, summarise). Keel's pool
-//! drives it as one fork/join (`pooled.rs`); threads Keel does
+//! drives it as one fork/join (`pool_driver.rs`); threads Keel does
 //! not own drive it through `foreign::Workshare`, where the first thread
 //! to arrive prepares and the last to leave finishes.
 //!

@@ -16,6 +16,15 @@
 //! measurements in the loop's [`LoopRecord`]. Chunk claiming is in
 //! `claim.rs`, with its protocol notes.
 //!
+//! One instance, top to bottom: `ParallelLoop::run` takes the schedule
+//! resolved once (`schedule.rs`'s `ResolvedSchedule`, from a [`Schedule`]
+//! or `KEEL_SCHEDULE` read in `settings.rs`) → a driver: the pool
+//! (`pool_driver.rs`) or a foreign runtime's threads ([`Workshare`]) →
+//! `instance::prepare` (the loop's selection and memory, when
+//! `recording.rs` says the instance is recorded) → the plan →
+//! `claim.rs` on every participant → `Prepared::finish` (record,
+//! summarise).
+//!
 //! A loop runs a body per index ([`ParallelLoop::for_each`]), per chunk
 //! ([`ParallelLoop::for_each_chunk`]), per disjoint piece of a mutable slice
 //! ([`ParallelLoop::for_each_chunk_mut`]), or folds into per-participant
@@ -41,7 +50,7 @@ mod loom_support;
 #[cfg(all(loom, test))]
 mod loom_tests;
 mod parallel;
-mod pooled;
+mod pool_driver;
 mod record;
 mod recording;
 mod report;
@@ -67,7 +76,7 @@ pub use index::LoopIndex;
 pub use parallel::{
     for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, ParallelLoop,
 };
-pub(crate) use pooled::LoopArea;
+pub(crate) use pool_driver::LoopArea;
 pub use record::{
     all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord, ScheduleRun,
     SelectionTimeline, SCHEDULE_RUNS,
