@@ -100,6 +100,7 @@ pub struct Recall<'m> {
 impl<'m> Recall<'m> {
     /// Offers the recalled profile and history to `ctx` as runtime
     /// components.
+    #[inline]
     pub fn provide(self, ctx: &mut ContextHandler<'m>) {
         if let Some(values) = self.profile {
             ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
@@ -160,6 +161,7 @@ impl LoopMemory {
     }
 
     /// What `schedule` reads of this memory for a team of `threads`.
+    #[inline]
     pub fn recall(&self, schedule: &dyn LoopSchedule, threads: usize) -> Recall<'_> {
         let reads = |concept| schedule.requirements().iter().any(|r| r.concept == concept);
         let profiled = reads(Concept::IterationProfile);
@@ -175,6 +177,7 @@ impl LoopMemory {
     /// Remembers one more instance: the profile it measured, if any, and
     /// its step-weighted work and busy time per participant. A team of a
     /// new size starts the history afresh. Allocates only then.
+    #[inline]
     pub fn remember(&mut self, step: &StepMeasurement<'_>) {
         debug_assert_eq!(step.iterations.len(), step.busy.len());
         self.steps += 1;
