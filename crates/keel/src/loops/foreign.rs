@@ -223,11 +223,12 @@ impl<'a> Workshare<'a> {
             && same_schedule
             && self.iterations == iterations
             && self.chunk.is_none()
-            && !super::recording::must_record(false, false, self.record)
+            && !self.record
             && matches!(self.ready.get(), Some(Ok(ready)) if ready.reusable
                 // An `auto` choice is kept only for the instances its
                 // lease still covers.
                 && ready.prepared.lease.as_ref().is_none_or(super::state::take_leased))
+            && !super::recording::recording_all()
             && crate::trace::tracer().is_none();
         // Fields that keep their values are not written: the participants
         // read them when they join, and a line left clean stays in their
