@@ -247,3 +247,32 @@ fn loop_sizes_past_the_limits_are_refused_naming_them() {
     let e = keel_sim::Machine::uniform(usize::MAX, SOME_OVERHEAD).unwrap_err();
     assert!(e.to_string().contains("MAX_LOOP_WORKERS"), "{e}");
 }
+
+/// What a loop's memory keeps in simulation: AWF's history is built from
+/// each worker's iterations and busy time, the same quantities the runtime
+/// feeds it (`keel`'s `awf_history_is_step_weighted_work_and_busy_time`).
+/// Simulated workers all start at the fork, so a worker's busy time is its
+/// finish time.
+#[test]
+fn awf_history_is_step_weighted_work_and_busy_time() {
+    let machine = noisy_machine(3, SOME_OVERHEAD);
+    let costs = IterationCosts::uniform(300, 1e-6).unwrap();
+    let mut stepper = Stepper::new(machine, "awf", 5).unwrap();
+    let mut expected = [0.0; 6];
+    for step in 1..=3u32 {
+        let result = stepper.run("memory-awf", &costs).unwrap();
+        let weight = f64::from(step);
+        for (i, (&work, &busy)) in result
+            .thread_iterations
+            .iter()
+            .zip(&result.finish)
+            .enumerate()
+        {
+            expected[2 * i] += weight * work as f64;
+            expected[2 * i + 1] += weight * busy;
+        }
+        let memory = stepper.memory("memory-awf").unwrap();
+        assert_eq!(memory.steps(), u64::from(step));
+        assert_eq!(memory.history(), &expected[..], "after instance {step}");
+    }
+}

@@ -12,8 +12,8 @@
 //!    and `greedy` the iteration assignment, computed once from the hints
 //!    and reused while they are unchanged;
 //! 3. plan through [`LoopSchedule::plan`] and simulate the instance;
-//! 4. store the measurements (profile, AWF history weighted by instance
-//!    number) and feed the selector the same [`Measurement`] the runtime
+//! 4. remember the measurements in the loop's [`LoopMemory`] (profile, AWF
+//!    history of work and busy time weighted by instance number) and feed the selector the same [`Measurement`] the runtime
 //!    does: per-worker finish times and `N`.
 //!
 //! Simulated time runs on across instances (the next forks when the
@@ -38,7 +38,7 @@
 use std::collections::HashMap;
 
 use keel_policy::concept::{Concept, Model, Origin, Subject};
-use keel_policy::dls::{Assignment, LoopSchedule, LoopShape};
+use keel_policy::dls::{LoopMemory, LoopSchedule, LoopShape, StepMeasurement};
 use keel_policy::select::{self, AutoSpec, LoopSelector, Measurement, Record, Setting};
 use keel_policy::ContextHandler;
 use rand::SeedableRng;
@@ -64,22 +64,11 @@ enum Resolved {
     Auto(AutoSpec),
 }
 
-/// A workload-aware schedule's assignment and what it was made from.
-struct CachedAssignment {
-    canonical: String,
-    chunk: Option<u64>,
-    hints: Vec<u64>,
-    assignment: Assignment,
-}
-
 /// What is kept about one loop across its instances.
 #[derive(Default)]
 struct LoopState {
-    instances: u64,
-    profile: Option<(f64, f64)>,
-    history: Vec<f64>,
+    memory: LoopMemory,
     selector: Option<LoopSelector>,
-    assignment: Option<CachedAssignment>,
 }
 
 /// Options of one loop call.
@@ -151,6 +140,11 @@ impl Stepper {
         &self.machine
     }
 
+    /// What loop `id`'s schedules read of its past instances.
+    pub fn memory(&self, id: &str) -> Option<&LoopMemory> {
+        self.loops.get(id).map(|state| &state.memory)
+    }
+
     /// Loop `id`'s selection record under `auto`.
     pub fn selection_record(&self, id: &str) -> Option<&Record> {
         self.loops.get(id)?.selector.as_ref().map(|s| s.record())
@@ -203,19 +197,9 @@ impl Stepper {
                     )
                 }
             };
-        let reads = |concept| schedule.requirements().iter().any(|r| r.concept == concept);
         let chunk = call.chunk.or(own_chunk);
         let shape = LoopShape::new(iterations, threads, chunk)?;
 
-        let history: Option<Vec<f64>> = (reads(Concept::ThreadHistory)
-            && state.history.len() == 2 * threads)
-            .then(|| state.history.clone());
-        let profiled = reads(Concept::IterationProfile);
-        let profile: Option<[f64; 2]> = if profiled {
-            state.profile.map(|(mean, sd)| [mean, sd])
-        } else {
-            None
-        };
         let owned_hints: Vec<f64>;
         let hints: Option<&[f64]> = match (schedule.as_workload(), call.hints) {
             (None, _) => None,
@@ -225,40 +209,30 @@ impl Stepper {
                 Some(&owned_hints)
             }
         };
-        if let (Some(workload), Some(hints)) = (schedule.as_workload(), hints) {
-            let canonical = schedule.spec().to_string();
-            let bits: Vec<u64> = hints.iter().map(|h| h.to_bits()).collect();
-            let fresh = !matches!(&state.assignment, Some(c)
-                if c.canonical == canonical && c.chunk == shape.chunk && c.hints == bits
-                    && c.assignment.threads() == threads);
-            if fresh {
-                let mut nested = ContextHandler::new();
-                nested.provide_values(HINTS, Origin::User, hints);
-                let assignment = workload.assign(&shape, &nested)?;
-                state.assignment = Some(CachedAssignment {
-                    canonical,
-                    chunk: shape.chunk,
-                    hints: bits,
-                    assignment,
-                });
+        let assignment = match (schedule.as_workload(), hints) {
+            (Some(workload), Some(hints)) => {
+                let canonical = schedule.spec().to_string();
+                Some(
+                    state
+                        .memory
+                        .assignment(workload, &canonical, &shape, hints)?,
+                )
             }
-        }
+            _ => None,
+        };
 
+        let recall = state.memory.recall(schedule, threads);
+        let profiled = recall.profiled;
         let mut ctx = ContextHandler::new();
-        if let Some(values) = &profile {
-            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
-        }
-        if let Some(history) = &history {
-            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
-        }
+        recall.provide(&mut ctx);
         if let Some(weights) = &self.weights {
             ctx.provide_values(Concept::ThreadWeights, Origin::User, &weights[..]);
         }
         if let Some(hints) = hints {
             ctx.provide_values(HINTS, Origin::User, hints);
         }
-        if let (Some(_), Some(cached)) = (schedule.as_workload(), &state.assignment) {
-            ctx.provide_assignment(Origin::Runtime, &cached.assignment);
+        if let Some(assignment) = &assignment {
+            ctx.provide_assignment(Origin::Runtime, assignment);
         }
         let plan = schedule.plan(&shape, &ctx)?;
         let options = RunOptions {
@@ -277,25 +251,15 @@ impl Stepper {
         result.chunk = shape.chunk;
         result.selection = selected;
         self.now += result.t_par;
+        drop(ctx);
 
-        state.instances += 1;
-        if let Some(p) = result.profile {
-            state.profile = Some(p);
-        }
-        if state.history.len() != 2 * threads {
-            state.history = vec![0.0; 2 * threads];
-        }
-        // AWF's time-step-weighted history, as the runtime's LoopRecord keeps it.
-        let step = state.instances as f64;
-        for (i, (&work, &time)) in result
-            .thread_iterations
-            .iter()
-            .zip(&result.finish)
-            .enumerate()
-        {
-            state.history[2 * i] += step * work as f64;
-            state.history[2 * i + 1] += step * time;
-        }
+        state.memory.remember(&StepMeasurement {
+            iterations: &result.thread_iterations,
+            // Every simulated worker starts at the fork, so its busy time
+            // (start to finish) is its finish time from the fork.
+            busy: &result.finish,
+            profile: result.profile,
+        });
         if let Some(selector) = &mut state.selector {
             let measurement =
                 Measurement::from_finish_times(&result.finish).with_iterations(iterations);

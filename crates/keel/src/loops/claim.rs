@@ -68,7 +68,7 @@ impl Shared {
 
 /// What a participant of one loop instance reads. Under Keel's pool each
 /// participant builds it on its own stack from the job the fork carried
-/// (`pooled.rs`), so reading it moves no line; threads Keel does not own
+/// (`pool_driver.rs`), so reading it moves no line; threads Keel does not own
 /// each hold their own (with equal plans) over one set of counters. The
 /// shared counters, which only dynamic claims touch, sit on lines of their
 /// own behind a reference.
@@ -100,6 +100,133 @@ pub(crate) fn participate(me: usize, instance: &Instance<'_, '_>) {
     participate_counted(me, instance, true);
 }
 
+/// What a participant measures of the chunks it runs. The one claim loop
+/// ([`claim_chunks`]) is generic over it, so that each instance's loop
+/// compiles to its claims, its body calls and what it measures, nothing
+/// else.
+pub(crate) trait Meter {
+    /// Called before each claim: the request's timestamp, for meters that
+    /// time a chunk from the request for it.
+    fn requested(&mut self) -> Option<Instant>;
+
+    /// Runs `body` over participant `me`'s claimed `chunk`, requested at
+    /// `requested`, and measures it; `local` is the participant's sums
+    /// that the rule reads when it sizes requests.
+    fn run(
+        &mut self,
+        local: &mut ThreadLocal,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+        me: usize,
+        chunk: Range<u64>,
+        requested: Option<Instant>,
+    );
+}
+
+/// Measures nothing: the chunk is its claim and the body call alone.
+struct Unmeasured;
+
+impl Meter for Unmeasured {
+    #[inline(always)]
+    fn requested(&mut self) -> Option<Instant> {
+        None
+    }
+
+    #[inline(always)]
+    fn run(
+        &mut self,
+        _: &mut ThreadLocal,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+        me: usize,
+        chunk: Range<u64>,
+        _: Option<Instant>,
+    ) {
+        body(me, chunk.start, chunk.end);
+    }
+}
+
+/// Participant `me`'s chunks of `0..n`, claimed as `rule` says, each run
+/// through `meter`: the claim loop of every participant that runs a body.
+/// `rule` is the instance's `plan` or, for the adaptive schedules' loop,
+/// the one rule the plan holds (so that no dispatch on the plan is left in
+/// the loop); stealing claims through `plan`. Returns the chunk and
+/// iteration counts.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn claim_chunks<R: Rule, M: Meter>(
+    rule: &R,
+    plan: &Plan<'_>,
+    me: usize,
+    n: u64,
+    shared: &Shared,
+    board: &Board<'_>,
+    body: &(dyn Fn(usize, u64, u64) + Sync),
+    meter: &mut M,
+) -> Counts {
+    let mut local = ThreadLocal::default();
+    let mut counts = Counts::default();
+    match rule.claim() {
+        Claim::Static => {
+            // A participant's `round`-th block is its `round`-th chunk.
+            let mut round = 0;
+            while let Some(chunk) = rule.static_block(me, round) {
+                round += 1;
+                counts.add(&chunk);
+                meter.run(&mut local, body, me, chunk, None);
+            }
+        }
+        Claim::Indexed => loop {
+            let requested = meter.requested();
+            let index = shared.next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = rule.chunk_at(index) else {
+                break;
+            };
+            counts.add(&chunk);
+            meter.run(&mut local, body, me, chunk, requested);
+        },
+        Claim::Remaining => {
+            let numbered = rule.numbers_requests();
+            loop {
+                let requested = meter.requested();
+                let claimed = claim_remaining(rule, numbered, shared, n, me, &mut local, board);
+                let Some(chunk) = claimed else {
+                    break;
+                };
+                counts.add(&chunk);
+                meter.run(&mut local, body, me, chunk, requested);
+            }
+        }
+        Claim::Steal => {
+            // Home ranges were installed by the caller before the fork, so
+            // no thief can see a range from an earlier loop.
+            let unit = plan.chunk_unit().max(1);
+            loop {
+                let requested = meter.requested();
+                let Some(chunk) = claim_steal(plan, unit, board.slots, me) else {
+                    break;
+                };
+                counts.add(&chunk);
+                meter.run(&mut local, body, me, chunk, requested);
+            }
+        }
+    }
+    counts
+}
+
+/// A participant's chunk and iteration counts.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    chunks: u64,
+    iterations: u64,
+}
+
+impl Counts {
+    #[inline(always)]
+    fn add(&mut self, chunk: &Range<u64>) {
+        self.chunks += 1;
+        self.iterations += chunk.end - chunk.start;
+    }
+}
+
 /// Participant `me`'s share of an instance that reads no clock, slot or
 /// trace (not recorded, traced or profiled), when its plan measures nothing
 /// and claims static blocks or indexed chunks: the claims and the body
@@ -115,26 +242,14 @@ pub(crate) fn participate_lean(
     if plan.timing() != Timing::None {
         return None;
     }
-    let mut chunks = 0;
     match plan.claim() {
-        Claim::Static => {
-            // A participant's `round`-th block is its `chunks`-th.
-            while let Some(chunk) = plan.static_block(me, chunks) {
-                body(me, chunk.start, chunk.end);
-                chunks += 1;
-            }
-        }
-        Claim::Indexed => loop {
-            let index = shared.next.fetch_add(1, Ordering::Relaxed);
-            let Some(chunk) = plan.chunk_at(index) else {
-                break;
-            };
-            body(me, chunk.start, chunk.end);
-            chunks += 1;
-        },
+        Claim::Static | Claim::Indexed => {}
         Claim::Remaining | Claim::Steal => return None,
     }
-    Some(chunks)
+    // Static blocks and indexed chunks read neither `n` nor the board.
+    let board = Board { slots: &[] };
+    let counts = claim_chunks(plan, plan, me, 0, shared, &board, body, &mut Unmeasured);
+    Some(counts.chunks)
 }
 
 /// Runs participant `me`'s share of the loop; stores its end-of-loop stats
@@ -167,80 +282,42 @@ pub(crate) fn participate_counted(me: usize, instance: &Instance<'_, '_>, stats:
             _ if plan.timing() != Timing::None => participate_measured(plan, me, instance),
             _ => None,
         };
-        if let Some((chunks, iterations)) = counts {
+        if let Some(counts) = counts {
             if stats {
-                store_stats(slot, t0, start, chunks, iterations);
+                let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
+                store_finish(slot, finish, start, counts);
             }
-            return chunks;
+            return counts.chunks;
         }
     }
-    let mut runner = Runner {
-        me,
+    let mut meter = ChunkMeter {
         plan,
         slot,
-        body,
         timing: plan.timing(),
-        local: ThreadLocal::default(),
         last: None,
         profile: profile.then(ProfileSums::default),
-        chunks: 0,
-        iterations: 0,
         events: tracer.map(|_| Vec::new()),
     };
-    let numbered = plan.numbers_requests();
-    match plan.claim() {
-        Claim::Static => {
-            for round in 0.. {
-                let Some(chunk) = plan.static_block(me, round) else {
-                    break;
-                };
-                runner.execute(chunk, None);
-            }
-        }
-        Claim::Indexed => loop {
-            let requested = runner.stamp();
-            let index = shared.next.fetch_add(1, Ordering::Relaxed);
-            let Some(chunk) = plan.chunk_at(index) else {
-                break;
-            };
-            runner.execute(chunk, requested);
-        },
-        Claim::Remaining => loop {
-            let requested = runner.stamp();
-            let claimed = claim_remaining(plan, numbered, shared, n, me, &mut runner.local, board);
-            let Some(chunk) = claimed else {
-                break;
-            };
-            runner.execute(chunk, requested);
-        },
-        Claim::Steal => runner.steal_loop(board),
-    }
+    let counts = claim_chunks(plan, plan, me, n, shared, board, body, &mut meter);
     let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
-    if let (Some((tracer, label)), Some(events)) = (tracer, &runner.events) {
+    if let (Some((tracer, label)), Some(events)) = (tracer, &meter.events) {
         tracer.write_loop(label, me, events);
     }
-    if let Some(sums) = runner.profile {
+    if let Some(sums) = meter.profile {
         for (word, bits) in slot.profile.iter().zip(sums.to_bits()) {
             word.store(bits, Ordering::Relaxed);
         }
     }
     if stats {
-        store_finish(slot, finish, start, runner.chunks, runner.iterations);
+        store_finish(slot, finish, start, counts);
     }
-    runner.chunks
-}
-
-/// A participant's end-of-loop stats, its finish read now.
-#[inline]
-fn store_stats(slot: &Slot, t0: Option<Instant>, start: f64, chunks: u64, iterations: u64) {
-    let finish = t0.map_or(0.0, |t0| t0.elapsed().as_secs_f64());
-    store_finish(slot, finish, start, chunks, iterations);
+    counts.chunks
 }
 
 #[inline]
-fn store_finish(slot: &Slot, finish: f64, start: f64, chunks: u64, iterations: u64) {
-    slot.chunks.store(chunks, Ordering::Relaxed);
-    slot.iterations.store(iterations, Ordering::Relaxed);
+fn store_finish(slot: &Slot, finish: f64, start: f64, counts: Counts) {
+    slot.chunks.store(counts.chunks, Ordering::Relaxed);
+    slot.iterations.store(counts.iterations, Ordering::Relaxed);
     slot.start.store(start.to_bits(), Ordering::Relaxed);
     slot.finish.store(finish.to_bits(), Ordering::Relaxed);
 }
@@ -249,76 +326,102 @@ fn store_finish(slot: &Slot, finish: f64, start: f64, chunks: u64, iterations: u
 /// remains (AF, mAF, AWF-B…E), when nothing traces or profiles the
 /// instance: claim, run, time, record, publish, and nothing else. Generic
 /// over the rule, so that the caller's match on the plan leaves no
-/// dispatch in the loop. Returns the chunk and iteration counts; `None`,
-/// having run nothing, for a plan that measures nothing.
+/// dispatch in the loop. `None`, having run nothing, for a plan that
+/// measures nothing.
 #[inline]
 fn participate_measured<R: Rule>(
     rule: &R,
     me: usize,
     instance: &Instance<'_, '_>,
-) -> Option<(u64, u64)> {
+) -> Option<Counts> {
     let per_request = match rule.timing() {
         Timing::None => return None,
         Timing::Chunk => false,
         Timing::Request => true,
     };
     let Instance {
+        ref plan,
         n,
         shared,
         ref board,
         body,
         ..
     } = *instance;
-    let slot = &board.slots[me];
-    let numbered = rule.numbers_requests();
-    let mut local = ThreadLocal::default();
-    let (mut chunks, mut iterations) = (0, 0);
-    // `Timing::Request` times a chunk from the participant's request for
-    // it, which is the end of its previous chunk: one clock read per chunk.
-    let mut last = per_request.then(Instant::now);
-    while let Some(chunk) = claim_remaining(rule, numbered, shared, n, me, &mut local, board) {
-        let began = last.unwrap_or_else(Instant::now);
-        body(me, chunk.start, chunk.end);
-        let end = Instant::now();
-        if per_request {
-            last = Some(end);
-        }
-        let size = chunk.end - chunk.start;
-        chunks += 1;
-        iterations += size;
-        let seconds = end.saturating_duration_since(began).as_secs_f64();
-        if let Some(timing) = rule.measured(&mut local, size, seconds) {
-            slot.publish(timing);
-        }
-    }
-    Some((chunks, iterations))
+    let mut meter = RuleTimer {
+        rule,
+        slot: &board.slots[me],
+        per_request,
+        // `Timing::Request` times a chunk from the participant's request
+        // for it, which is the end of its previous chunk: one clock read
+        // per chunk.
+        last: per_request.then(Instant::now),
+    };
+    Some(claim_chunks(
+        rule, plan, me, n, shared, board, body, &mut meter,
+    ))
 }
 
-struct Runner<'a, 'p> {
-    me: usize,
+/// Times each chunk for one adaptive rule and publishes the participant's
+/// timing when the rule says it is due.
+struct RuleTimer<'a, R> {
+    rule: &'a R,
+    slot: &'a Slot,
+    per_request: bool,
+    /// The end of the participant's last chunk, under `Timing::Request`.
+    last: Option<Instant>,
+}
+
+impl<R: Rule> Meter for RuleTimer<'_, R> {
+    #[inline(always)]
+    fn requested(&mut self) -> Option<Instant> {
+        None
+    }
+
+    #[inline(always)]
+    fn run(
+        &mut self,
+        local: &mut ThreadLocal,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+        me: usize,
+        chunk: Range<u64>,
+        _: Option<Instant>,
+    ) {
+        let began = self.last.unwrap_or_else(Instant::now);
+        body(me, chunk.start, chunk.end);
+        let end = Instant::now();
+        if self.per_request {
+            self.last = Some(end);
+        }
+        let size = chunk.end - chunk.start;
+        let seconds = end.saturating_duration_since(began).as_secs_f64();
+        if let Some(timing) = self.rule.measured(local, size, seconds) {
+            self.slot.publish(timing);
+        }
+    }
+}
+
+/// Measures what the plan asks (its [`Timing`]), the iteration profile
+/// when the schedule reads one, and the trace's chunk events when tracing
+/// is on.
+struct ChunkMeter<'a, 'p> {
     plan: &'a Plan<'p>,
     slot: &'a Slot,
-    body: &'a (dyn Fn(usize, u64, u64) + Sync),
     timing: Timing,
-    local: ThreadLocal,
     /// The clock read at the end of this participant's last chunk (`None`
     /// before its first): under [`Timing::Request`] it is also when its next
     /// request began, so a chunk costs one clock read, not a pair.
     last: Option<Instant>,
     /// Chunk times for the iteration profile, when the schedule reads one.
     profile: Option<ProfileSums>,
-    chunks: u64,
-    iterations: u64,
     /// Executed chunks, only when `KEEL_TRACE` is on.
     events: Option<Vec<ChunkEvent>>,
 }
 
-impl Runner<'_, '_> {
-    /// The request timestamp, only for plans that time whole requests: the
-    /// end of the participant's previous chunk, read then; the clock only
-    /// for its first request.
+impl Meter for ChunkMeter<'_, '_> {
+    /// The end of the participant's previous chunk, read then, for plans
+    /// that time whole requests; the clock only for its first request.
     #[inline]
-    fn stamp(&mut self) -> Option<Instant> {
+    fn requested(&mut self) -> Option<Instant> {
         if self.timing != Timing::Request {
             return None;
         }
@@ -326,16 +429,20 @@ impl Runner<'_, '_> {
     }
 
     #[inline]
-    fn execute(&mut self, chunk: Range<u64>, requested: Option<Instant>) {
-        let size = chunk.end - chunk.start;
-        self.chunks += 1;
-        self.iterations += size;
+    fn run(
+        &mut self,
+        local: &mut ThreadLocal,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+        me: usize,
+        chunk: Range<u64>,
+        requested: Option<Instant>,
+    ) {
         if self.events.is_none() {
-            self.run_timed(chunk, requested);
+            self.run_timed(local, body, me, chunk, requested);
             return;
         }
         let start = Instant::now();
-        self.run_timed(chunk.clone(), requested);
+        self.run_timed(local, body, me, chunk.clone(), requested);
         let event = ChunkEvent {
             start,
             end: Instant::now(),
@@ -346,43 +453,39 @@ impl Runner<'_, '_> {
             events.push(event);
         }
     }
+}
 
+impl ChunkMeter<'_, '_> {
     #[inline]
-    fn run_timed(&mut self, chunk: Range<u64>, requested: Option<Instant>) {
+    fn run_timed(
+        &mut self,
+        local: &mut ThreadLocal,
+        body: &(dyn Fn(usize, u64, u64) + Sync),
+        me: usize,
+        chunk: Range<u64>,
+        requested: Option<Instant>,
+    ) {
         let size = chunk.end - chunk.start;
         if self.timing == Timing::None {
             match &mut self.profile {
-                None => (self.body)(self.me, chunk.start, chunk.end),
+                None => body(me, chunk.start, chunk.end),
                 Some(sums) => {
                     let began = Instant::now();
-                    (self.body)(self.me, chunk.start, chunk.end);
+                    body(me, chunk.start, chunk.end);
                     sums.add(size, began.elapsed().as_secs_f64());
                 }
             }
             return;
         }
         let began = requested.unwrap_or_else(Instant::now);
-        (self.body)(self.me, chunk.start, chunk.end);
+        body(me, chunk.start, chunk.end);
         let end = Instant::now();
         self.last = Some(end);
         let seconds = end.saturating_duration_since(began).as_secs_f64();
         // The plan keeps only the sums it reads and says when its timing is
         // due on the board (AWF after every chunk, AF when a budget is spent).
-        if let Some(timing) = self.plan.measured(&mut self.local, size, seconds) {
+        if let Some(timing) = self.plan.measured(local, size, seconds) {
             self.slot.publish(timing);
-        }
-    }
-
-    fn steal_loop(&mut self, board: &Board<'_>) {
-        // Home ranges were installed by the caller before the fork, so no
-        // thief can see a range from an earlier loop.
-        let unit = self.plan.chunk_unit().max(1);
-        loop {
-            let requested = self.stamp();
-            let Some(chunk) = claim_steal(self.plan, unit, board.slots, self.me) else {
-                break;
-            };
-            self.execute(chunk, requested);
         }
     }
 }

@@ -228,7 +228,7 @@ impl<'a> Workshare<'a> {
                 // An `auto` choice is kept only for the instances its
                 // lease still covers.
                 && ready.prepared.lease.as_ref().is_none_or(super::state::take_leased))
-            && !instance::recording_all()
+            && !super::recording::recording_all()
             && crate::trace::tracer().is_none();
         // Fields that keep their values are not written: the participants
         // read them when they join, and a line left clean stays in their
@@ -336,8 +336,7 @@ impl<'a> Workshare<'a> {
     fn spec(&self) -> LoopSpec<'_> {
         LoopSpec {
             id: &self.id,
-            text: self.schedule.text(),
-            fixed: self.schedule.fixed(),
+            schedule: self.schedule.resolved(),
             iterations: self.iterations,
             threads: self.threads,
             chunk: self.chunk,

@@ -2,34 +2,29 @@
 //! [`prepare`] (resolve the schedule, read what the loop kept, build the
 //! plan's inputs) → [`Prepared::plan`] → `claim::participate(me)` on every
 //! participant → [`Prepared::finish`] (record, summarise). Keel's pool
-//! drives it as one fork/join (`pooled.rs`); threads Keel does
+//! drives it as one fork/join (`pool_driver.rs`); threads Keel does
 //! not own drive it through `foreign::Workshare`, where the first thread
 //! to arrive prepares and the last to leave finishes.
 //!
-//! An instance touches the loop's state (a registry lookup and two short
-//! locks), reads the clock at each participant's start and finish, and
-//! updates the loop's [`LoopRecord`](super::LoopRecord) only when it is
-//! *recorded*: under `auto` (the selector needs the measured finish times),
-//! when the schedule reads what records keep (an iteration profile, AWF's
-//! history) or caches an iteration assignment, or when recording was asked
-//! for ([`ParallelLoop::recorded`](super::ParallelLoop::recorded),
-//! [`record_all`], `KEEL_LOOP_RECORD=all`). Every other instance of a fixed
-//! schedule costs its plan and its claims, and reads no clock (its
-//! summary's T_par and LIB are `None`).
+//! An instance touches the loop's state only when it is recorded
+//! (`recording.rs` decides which are).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_utils::CachePadded;
 use keel_policy::concept::{Concept, Origin};
-use keel_policy::dls::{LoopSchedule, LoopShape, Plan, SharedAssignment, WorkloadSchedule};
-use keel_policy::select::{self, Measurement, Setting};
+use keel_policy::dls::{
+    LoopSchedule, LoopShape, Plan, Recall, SharedAssignment, StepMeasurement, WorkloadSchedule,
+};
+use keel_policy::select::{self, Measurement};
 use keel_policy::{ContextHandler, PolicyError};
 use smallvec::SmallVec;
 
-use super::state::{
-    self, CachedAssignment, Lease, LeaseCount, LoopState, Parsed, Resolved, Selection, SharedState,
-};
+use super::record::measured_profile;
+use super::recording::must_record;
+use super::schedule::{ResolvedSchedule, ScheduleKind};
+use super::state::{self, Lease, LeaseCount, LoopState, Parsed, Resolved, Selection, SharedState};
 use super::{LoopId, LoopSummary, Slot, HINTS};
 use crate::trace;
 
@@ -44,10 +39,7 @@ pub(crate) struct Selected {
 #[derive(Clone, Copy)]
 pub(crate) struct LoopSpec<'a> {
     pub(crate) id: &'a LoopId,
-    /// The schedule text (`KEEL_SCHEDULE` syntax).
-    pub(crate) text: &'a str,
-    /// `text` parsed, when it is a fixed schedule parsed beforehand.
-    pub(crate) fixed: Option<&'a Parsed>,
+    pub(crate) schedule: &'a ResolvedSchedule,
     pub(crate) iterations: u64,
     pub(crate) threads: usize,
     /// The loop's own chunk parameter.
@@ -85,8 +77,8 @@ pub(crate) type History = SmallVec<[f64; 32]>;
 /// Resolves the schedule of an instance of `spec` and gathers what its
 /// plan reads (AWF's history into `history`); no iteration runs here.
 pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prepared, PolicyError> {
-    if let Some(parsed) = spec.fixed {
-        if !parsed.reads_state && !spec.record && !recording_all() {
+    if let Some(parsed) = spec.schedule.fixed() {
+        if !must_record(false, parsed.reads_state, spec.record) {
             let chunk = spec.chunk.or(parsed.chunk);
             return Ok(Prepared {
                 parsed: Arc::clone(parsed),
@@ -110,24 +102,16 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         measure,
         lease,
     } = resolve(&mut st, spec)?;
-    let reads = |concept| {
-        parsed
-            .schedule
-            .requirements()
-            .iter()
-            .any(|r| r.concept == concept)
-    };
+    let recall = st.memory.recall(parsed.schedule.as_ref(), spec.threads);
     history.clear();
-    let copied = reads(Concept::ThreadHistory) && st.record.history.len() == 2 * spec.threads;
-    if copied {
-        history.extend_from_slice(&st.record.history);
+    if let Some(kept) = recall.history {
+        history.extend_from_slice(kept);
     }
-    let profiled = reads(Concept::IterationProfile);
-    let profile = if profiled {
-        st.record.profile.map(|(mean, sd)| [mean, sd])
-    } else {
-        None
-    };
+    let (profile, profiled, copied) = (
+        recall.profile.copied(),
+        recall.profiled,
+        recall.history.is_some(),
+    );
     // The loop's own chunk wins; under `auto` the expert chunk takes
     // the chunk parameter's place (docs/conventions.md#the-chunk-parameter).
     let chunk = spec.chunk.or(auto_chunk).or(parsed.chunk);
@@ -141,7 +125,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
     // An exploited `auto` choice the selector does not need measured runs
     // like its fixed schedule: no clocks, no record (unless the schedule
     // reads what records keep, or recording was asked for).
-    let recorded = measure || parsed.reads_state || spec.record || recording_all();
+    let recorded = must_record(measure, parsed.reads_state, spec.record);
     Ok(Prepared {
         parsed,
         shape,
@@ -184,12 +168,12 @@ impl Prepared {
         spec: &LoopSpec<'a>,
         history: &'a History,
     ) {
-        if let Some(values) = &self.profile {
-            ctx.provide_values(Concept::IterationProfile, Origin::Runtime, &values[..]);
-        }
-        if self.history {
-            ctx.provide_values(Concept::ThreadHistory, Origin::Runtime, &history[..]);
-        }
+        let recall = Recall {
+            profile: self.profile.as_ref(),
+            history: self.history.then_some(&history[..]),
+            profiled: self.profiled,
+        };
+        recall.provide(ctx);
         if let Some(weights) = spec.weights {
             ctx.provide_values(Concept::ThreadWeights, Origin::User, weights);
         }
@@ -252,8 +236,16 @@ impl Prepared {
             slots,
             // A recorded instance always read the fork's clock.
             t_par.unwrap_or(f64::NAN),
-            self.profiled,
         );
+        st.memory.remember(&StepMeasurement {
+            iterations: &record.last.thread_iterations,
+            busy: &record.last.busy,
+            profile: if self.profiled {
+                measured_profile(slots)
+            } else {
+                None
+            },
+        });
         record.last.selection = self.selected.map(|s| s.phase);
         record.last.chunk = self.shape.chunk;
         let summary = LoopSummary {
@@ -276,100 +268,22 @@ impl Prepared {
     }
 }
 
-/// Records every loop instance from now on (`true`), or only those that
-/// need it (`false`, the default unless `KEEL_LOOP_RECORD=all`): see
-/// [`LoopRecord`](super::LoopRecord) for what each kind of loop keeps.
-///
-/// ```
-/// use keel::loops::{record, record_all, LoopId};
-/// record_all(true);
-/// keel::parallel(0..100u32).schedule("static".parse()?).id("doc-all").for_each(|_| {});
-/// let rec = record(LoopId::named("doc-all")).expect("recorded");
-/// assert_eq!(rec.last.finish.len(), rec.last.threads);
-/// record_all(false);
-/// # Ok::<(), keel::loops::ScheduleError>(())
-/// ```
-pub fn record_all(on: bool) {
-    RECORD_ALL.store(if on { ON } else { OFF }, Ordering::Relaxed);
-}
-
-const UNSET: u8 = 0;
-const OFF: u8 = 1;
-const ON: u8 = 2;
-
-/// [`record_all`]'s setting; `UNSET` until the first instance reads
-/// `KEEL_LOOP_RECORD` or code sets it.
-static RECORD_ALL: AtomicU8 = AtomicU8::new(UNSET);
-
-/// Whether every instance is recorded.
-#[inline]
-pub(crate) fn recording_all() -> bool {
-    match RECORD_ALL.load(Ordering::Relaxed) {
-        ON => true,
-        OFF => false,
-        _ => recording_all_from_env(),
-    }
-}
-
-/// [`recording_all`] the first time: `KEEL_LOOP_RECORD` decides, unless
-/// code set the switch meanwhile.
-#[cold]
-fn recording_all_from_env() -> bool {
-    let on = env_record_all();
-    let _ = RECORD_ALL.compare_exchange(
-        UNSET,
-        if on { ON } else { OFF },
-        Ordering::Relaxed,
-        Ordering::Relaxed,
-    );
-    RECORD_ALL.load(Ordering::Relaxed) == ON
-}
-
-/// `KEEL_LOOP_RECORD`: `all` records every instance; unset, empty or
-/// `needed` only those that need it; anything else warns once and keeps
-/// the default.
-fn env_record_all() -> bool {
-    let Ok(value) = std::env::var("KEEL_LOOP_RECORD") else {
-        return false;
-    };
-    match value.trim() {
-        "all" => true,
-        "" | "needed" => false,
-        other => {
-            crate::warn::once("KEEL_LOOP_RECORD", other, || {
-                format!("KEEL_LOOP_RECORD={other:?} is not `all` or `needed`; using `needed`")
-            });
-            false
-        }
-    }
-}
-
-/// The schedule of this instance: parsed once per distinct text and then
-/// reused, so later instances neither parse nor allocate. Under
+/// The schedule of this instance: resolved once per distinct text and then
+/// reused, so later instances neither allocate nor build a selector. Under
 /// `auto[,method]` the loop's selector picks a portfolio schedule and,
 /// with the expert chunk on, a chunk parameter.
 fn resolve(st: &mut LoopState, spec: &LoopSpec<'_>) -> Result<Resolution, PolicyError> {
-    let text = spec.text;
-    let fresh = !matches!(&st.resolved, Some((cached, _)) if cached == text);
+    let text = &*spec.schedule.text;
+    let fresh = !matches!(&st.resolved, Some((cached, _)) if **cached == *text);
     if fresh {
-        let resolved = match spec.fixed {
-            Some(parsed) => Resolved::Fixed(Arc::clone(parsed)),
-            None => match select::parse_setting(text)? {
-                Setting::Fixed { schedule, chunk } => {
-                    Resolved::Fixed(state::ParsedSchedule::new(schedule, chunk))
-                }
-                Setting::Auto(mut auto) => {
-                    if !text.contains("expert-chunk") {
-                        auto = auto.with_expert_chunk(env_expert_chunk());
-                    }
-                    Resolved::Auto(Box::new(Selection {
-                        selector: auto
-                            .selector(stream_of(spec.id))
-                            .with_cost(super::cost::dispatch_cost()),
-                        spec: auto,
-                    }))
-                }
-            },
+        let resolved = match &spec.schedule.kind {
+            ScheduleKind::Fixed(parsed) => Resolved::Fixed(Arc::clone(parsed)),
+            ScheduleKind::Auto(auto) => Resolved::Auto(Box::new(Selection {
+                selector: auto
+                    .selector(stream_of(spec.id))
+                    .with_cost(super::cost::dispatch_cost()),
+                spec: *auto,
+            })),
         };
         st.resolved = Some((text.to_string(), resolved));
     }
@@ -378,7 +292,9 @@ fn resolve(st: &mut LoopState, spec: &LoopSpec<'_>) -> Result<Resolution, Policy
             parsed: Arc::clone(parsed),
             chunk: None,
             selected: None,
-            measure: true,
+            // No selector: whether to record is the schedule's and the
+            // caller's matter alone.
+            measure: false,
             lease: None,
         }),
         Some((_, Resolved::Auto(selection))) => {
@@ -444,13 +360,6 @@ fn portfolio() -> &'static [Parsed] {
     })
 }
 
-/// `KEEL_EXPERT_CHUNK=0|1`, read once: whether `auto` replaces the chunk
-/// parameter by the expert chunk (on unless set to `0`).
-fn env_expert_chunk() -> bool {
-    static ENV: OnceLock<bool> = OnceLock::new();
-    *ENV.get_or_init(|| std::env::var("KEEL_EXPERT_CHUNK").map_or(true, |v| v.trim() != "0"))
-}
-
 /// A stable number per loop, separating RandomSel's random streams.
 fn stream_of(id: &LoopId) -> u64 {
     // FNV-1a over the loop's printed identity: stable across runs.
@@ -479,21 +388,6 @@ fn assignment_for(
              pass them with .workload(&loads)"
         ),
     })?;
-    if let Some(cached) = &st.assignment {
-        if cached.matches(&parsed.canonical, shape.threads, shape.chunk, hints) {
-            return Ok(Arc::clone(&cached.assignment));
-        }
-    }
-    let mut ctx = ContextHandler::new();
-    ctx.provide_values(HINTS, Origin::User, hints);
-    let assignment = Arc::new(workload.assign(shape, &ctx)?);
-    st.record.assignments += 1;
-    st.assignment = Some(CachedAssignment {
-        canonical: parsed.canonical.clone(),
-        threads: shape.threads,
-        chunk: shape.chunk,
-        hints: hints.iter().map(|h| h.to_bits()).collect(),
-        assignment: Arc::clone(&assignment),
-    });
-    Ok(assignment)
+    st.memory
+        .assignment(workload, &parsed.canonical, shape, hints)
 }

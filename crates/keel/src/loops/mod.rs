@@ -16,6 +16,15 @@
 //! measurements in the loop's [`LoopRecord`]. Chunk claiming is in
 //! `claim.rs`, with its protocol notes.
 //!
+//! One instance, top to bottom: `ParallelLoop::run` takes the schedule
+//! resolved once (`schedule.rs`'s `ResolvedSchedule`, from a [`Schedule`]
+//! or `KEEL_SCHEDULE` read in `settings.rs`) → a driver: the pool
+//! (`pool_driver.rs`) or a foreign runtime's threads ([`Workshare`]) →
+//! `instance::prepare` (the loop's selection and memory, when
+//! `recording.rs` says the instance is recorded) → the plan →
+//! `claim.rs` on every participant → `Prepared::finish` (record,
+//! summarise).
+//!
 //! A loop runs a body per index ([`ParallelLoop::for_each`]), per chunk
 //! ([`ParallelLoop::for_each_chunk`]), per disjoint piece of a mutable slice
 //! ([`ParallelLoop::for_each_chunk_mut`]), or folds into per-participant
@@ -41,11 +50,13 @@ mod loom_support;
 #[cfg(all(loom, test))]
 mod loom_tests;
 mod parallel;
-mod pooled;
+mod pool_driver;
 pub mod process_report;
 mod record;
+mod recording;
 mod report;
 mod schedule;
+mod settings;
 mod state;
 
 use std::ops::Range;
@@ -56,9 +67,6 @@ use keel_policy::concept::{Concept, Model, Subject};
 use keel_policy::dls::{self, ThreadTiming, TimingBoard};
 use keel_policy::PolicyError;
 
-use keel_policy::select::{self, Setting};
-use state::{Parsed, ParsedSchedule};
-
 use crate::pool::{self, PoolError, ThreadPool};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
@@ -66,15 +74,15 @@ use crate::warn;
 pub use cost::dispatch_cost;
 pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
-pub use instance::record_all;
 pub use parallel::{
     for_each, for_each_chunk, parallel, try_for_each, try_for_each_chunk, ParallelLoop,
 };
-pub(crate) use pooled::LoopArea;
+pub(crate) use pool_driver::LoopArea;
 pub use record::{
     all_records, clear_records, record, InstanceStats, LoopId, LoopName, LoopRecord, ScheduleRun,
     SelectionTimeline, SCHEDULE_RUNS,
 };
+pub use recording::record_all;
 pub use report::{report, LoopReport, ScheduleRunReport, SelectionReport, SelectionRunReport};
 pub use schedule::{Schedule, ScheduleError};
 
@@ -269,36 +277,22 @@ impl<'p, I: LoopIndex> ParallelLoop<'p, I> {
         let iterations = I::span(&self.range)?;
         let pool = self.pool_for(mode)?;
         if let Some(schedule) = &self.schedule {
-            return pool.run_loop(
-                &self,
-                iterations,
-                schedule.text(),
-                schedule.fixed(),
-                "schedule",
-                body,
-            );
+            return pool.run_loop(&self, iterations, schedule.resolved(), body);
         }
-        let text = match mode {
-            Mode::Strict => env_schedule(),
-            Mode::Lenient => env_schedule_or_auto(),
+        let schedule = match mode {
+            Mode::Strict => settings::env_schedule()?,
+            Mode::Lenient => settings::env_schedule_or_default(),
         };
-        let result = pool.run_loop(
-            &self,
-            iterations,
-            text,
-            env_fixed(text),
-            "KEEL_SCHEDULE",
-            body,
-        );
+        let result = pool.run_loop(&self, iterations, schedule, body);
         match result {
-            // A schedule from the environment that cannot plan this loop
-            // (a workload-aware one without hints, say): no iteration has
-            // run, so the instance runs again under the default.
-            Err(LoopError::Schedule { error, .. }) if mode == Mode::Lenient && text != "auto" => {
-                warn::once("KEEL_SCHEDULE", text, || {
-                    format!("KEEL_SCHEDULE={text:?} cannot run every loop ({error}); using auto")
-                });
-                pool.run_loop(&self, iterations, "auto", None, "KEEL_SCHEDULE", body)
+            // A fixed schedule from the environment that cannot plan this
+            // loop (a workload-aware one without hints, say): no iteration
+            // has run, so the instance runs again under the default.
+            Err(LoopError::Schedule { error, .. })
+                if mode == Mode::Lenient && schedule.fixed().is_some() =>
+            {
+                settings::warn_env_schedule_unplannable(&error);
+                pool.run_loop(&self, iterations, settings::default_schedule(), body)
             }
             other => other,
         }
@@ -326,50 +320,3 @@ pub(crate) const HINTS: Concept = Concept::Workload {
     subject: Subject::Tasks,
     model: Model::Static,
 };
-
-/// `KEEL_SCHEDULE`, read once (as OpenMP reads `OMP_SCHEDULE`); `auto` when unset.
-fn env_schedule() -> &'static str {
-    static ENV: OnceLock<String> = OnceLock::new();
-    ENV.get_or_init(|| {
-        std::env::var("KEEL_SCHEDULE")
-            .ok()
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "auto".to_string())
-    })
-}
-
-/// `KEEL_SCHEDULE` parsed once, when `text` is it and it is a fixed
-/// schedule: instances under it then find their schedule without the
-/// loop's state.
-fn env_fixed(text: &str) -> Option<&'static Parsed> {
-    static FIXED: OnceLock<Option<Parsed>> = OnceLock::new();
-    let env = env_schedule();
-    if text != env {
-        return None;
-    }
-    FIXED
-        .get_or_init(|| match select::parse_setting(env) {
-            Ok(Setting::Fixed { schedule, chunk }) => Some(ParsedSchedule::new(schedule, chunk)),
-            _ => None,
-        })
-        .as_ref()
-}
-
-/// [`env_schedule`], or `auto` when it does not parse (warned once, as
-/// libgomp warns about a bad `OMP_SCHEDULE`).
-fn env_schedule_or_auto() -> &'static str {
-    static CHECKED: OnceLock<&'static str> = OnceLock::new();
-    CHECKED.get_or_init(|| {
-        let text = env_schedule();
-        match select::parse_setting(text) {
-            Ok(_) => text,
-            Err(err) => {
-                warn::once("KEEL_SCHEDULE", text, || {
-                    format!("KEEL_SCHEDULE={text:?} is invalid ({err}); using auto")
-                });
-                "auto"
-            }
-        }
-    })
-}

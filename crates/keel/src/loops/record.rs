@@ -290,9 +290,24 @@ impl SelectionTimeline {
     }
 }
 
-/// A copy of a loop's record, with its selection timeline.
+/// The iteration profile the participants' `slots` measured in a
+/// profiled instance: their chunk-time sums, merged.
+pub(crate) fn measured_profile(slots: &[CachePadded<Slot>]) -> Option<(f64, f64)> {
+    let mut sums = ProfileSums::default();
+    for slot in slots {
+        let bits = std::array::from_fn(|i| slot.profile[i].load(Ordering::Relaxed));
+        sums.merge(ProfileSums::from_bits(bits));
+    }
+    sums.profile()
+}
+
+/// A copy of a loop's record, with what the loop's memory keeps and its
+/// selection timeline.
 fn snapshot(state: &LoopState) -> LoopRecord {
     let mut record = state.record.clone();
+    record.profile = state.memory.profile();
+    record.history = state.memory.history().to_vec();
+    record.assignments = state.memory.assignments();
     if let Some((_, Resolved::Auto(selection))) = &state.resolved {
         let unrun = state.lease.as_ref().map_or(0, |lease| {
             lease.left.load(std::sync::atomic::Ordering::Relaxed)
@@ -311,7 +326,6 @@ impl LoopRecord {
         iterations: u64,
         slots: &[CachePadded<Slot>],
         t_par: f64,
-        profiled: bool,
     ) {
         let f64_of = |word: &crate::sync::AtomicU64| f64::from_bits(word.load(Ordering::Relaxed));
         self.instances += 1;
@@ -337,29 +351,6 @@ impl LoopRecord {
         self.total_time += t_par;
         self.mean_lib_percent += (lib_percent - self.mean_lib_percent) / self.instances as f64;
         self.extend_schedules(schedule);
-        let last = &self.last;
-
-        if profiled {
-            let mut sums = ProfileSums::default();
-            for slot in slots {
-                let bits = std::array::from_fn(|i| slot.profile[i].load(Ordering::Relaxed));
-                sums.merge(ProfileSums::from_bits(bits));
-            }
-            if let Some(profile) = sums.profile() {
-                self.profile = Some(profile);
-            }
-        }
-
-        // AWF: time-step-weighted work and time per participant.
-        if self.history.len() != 2 * slots.len() {
-            self.history.clear();
-            self.history.resize(2 * slots.len(), 0.0);
-        }
-        let step = self.instances as f64;
-        for (i, (&work, &time)) in last.thread_iterations.iter().zip(&last.busy).enumerate() {
-            self.history[2 * i] += step * work as f64;
-            self.history[2 * i + 1] += step * time;
-        }
     }
 }
 
@@ -407,6 +398,7 @@ pub fn all_records() -> Vec<(LoopId, LoopRecord)> {
 pub fn clear_records() {
     state::for_each_state(|_, state| {
         state.record = LoopRecord::default();
+        state.memory.forget_measurements();
         state.resolved = None;
     });
 }

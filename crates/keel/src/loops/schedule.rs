@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 use keel_policy::dls::AUTO4OMP_PORTFOLIO;
 use keel_policy::select::{self, AutoSpec, Method, Setting};
+use keel_policy::spec::Spec;
 use keel_policy::PolicyError;
 
+use super::settings;
 use super::state::{Parsed, ParsedSchedule};
 
 /// A validated loop schedule: `static`, `dynamic,4`, `guided`, `awf-b`,
@@ -32,21 +34,74 @@ pub struct Schedule(Arc<Inner>);
 /// Behind one pointer: a loop builder carries one word, a clone takes one
 /// reference count.
 struct Inner {
-    /// The text as written: the loop resolves exactly this, as it would
-    /// the same text in `KEEL_SCHEDULE`.
-    text: Box<str>,
+    /// What every instance under this schedule asks of it, settled here.
+    resolved: ResolvedSchedule,
     /// The normalised spec that `Display` prints.
     normal: Box<str>,
-    /// A fixed schedule, parsed once here, so that an instance of a loop
-    /// under it neither parses nor looks up the loop's state to find it;
-    /// `None` for `auto`, whose choice is the loop's own.
-    fixed: Option<Parsed>,
+}
+
+/// A schedule as loop instances use it, resolved once where it is written
+/// (a parsed [`Schedule`]) or read (`KEEL_SCHEDULE`): no instance parses
+/// or inspects text.
+pub(crate) struct ResolvedSchedule {
+    /// The text as written: a loop's state remembers what it resolved to
+    /// under this key, so that a loop whose schedule changes starts afresh.
+    pub(crate) text: Box<str>,
+    pub(crate) kind: ScheduleKind,
+    /// Where the schedule came from, as errors name it.
+    pub(crate) source: &'static str,
+}
+
+/// Fixed or selected per instance.
+pub(crate) enum ScheduleKind {
+    /// One schedule, parsed once, so that an instance neither parses nor
+    /// looks up the loop's state to find it.
+    Fixed(Parsed),
+    /// `auto[,method]`, its expert chunk settled: the text's own
+    /// `expert-chunk`, else `KEEL_EXPERT_CHUNK`.
+    Auto(AutoSpec),
+}
+
+impl ResolvedSchedule {
+    /// `text` in `KEEL_SCHEDULE` syntax from `source`.
+    pub(crate) fn parse(text: &str, source: &'static str) -> Result<Self, PolicyError> {
+        let kind = match select::parse_setting(text)? {
+            Setting::Fixed { schedule, chunk } => {
+                ScheduleKind::Fixed(ParsedSchedule::new(schedule, chunk))
+            }
+            Setting::Auto(auto) if expert_chunk_given(text) => ScheduleKind::Auto(auto),
+            Setting::Auto(auto) => {
+                ScheduleKind::Auto(auto.with_expert_chunk(settings::expert_chunk()))
+            }
+        };
+        Ok(ResolvedSchedule {
+            text: text.into(),
+            kind,
+            source,
+        })
+    }
+
+    /// The fixed schedule, if it is one.
+    pub(crate) fn fixed(&self) -> Option<&Parsed> {
+        match &self.kind {
+            ScheduleKind::Fixed(parsed) => Some(parsed),
+            ScheduleKind::Auto(_) => None,
+        }
+    }
+}
+
+/// Whether an `auto` text sets `expert-chunk` itself: only the spec
+/// grammar (`auto:…`) has keys, and an absent key leaves the choice to
+/// `KEEL_EXPERT_CHUNK`.
+fn expert_chunk_given(text: &str) -> bool {
+    text.contains(':')
+        && Spec::parse(text.trim()).is_ok_and(|spec| spec.get("expert-chunk").is_some())
 }
 
 /// Equal texts are equal schedules: the parsed form follows from the text.
 impl PartialEq for Schedule {
     fn eq(&self, other: &Self) -> bool {
-        self.0.text == other.0.text
+        self.0.resolved.text == other.0.resolved.text
     }
 }
 
@@ -54,23 +109,19 @@ impl Eq for Schedule {}
 
 impl std::hash::Hash for Schedule {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.text.hash(state);
+        self.0.resolved.text.hash(state);
     }
 }
 
 impl Schedule {
     /// The text the schedule was parsed from.
     pub fn as_str(&self) -> &str {
-        &self.0.text
+        &self.0.resolved.text
     }
 
-    pub(crate) fn text(&self) -> &str {
-        &self.0.text
-    }
-
-    /// The parsed schedule when it is a fixed one.
-    pub(crate) fn fixed(&self) -> Option<&Parsed> {
-        self.0.fixed.as_ref()
+    /// What loop instances use of it.
+    pub(crate) fn resolved(&self) -> &ResolvedSchedule {
+        &self.0.resolved
     }
 }
 
@@ -78,21 +129,18 @@ impl FromStr for Schedule {
     type Err = ScheduleError;
 
     fn from_str(text: &str) -> Result<Self, ScheduleError> {
-        let setting = select::parse_setting(text).map_err(|error| ScheduleError {
-            spec: text.to_string(),
-            error,
-        })?;
-        let (normal, fixed) = match setting {
-            Setting::Fixed { schedule, chunk } => {
-                let parsed = ParsedSchedule::new(schedule, chunk);
-                (parsed.canonical.clone(), Some(parsed))
-            }
-            Setting::Auto(spec) => (auto_spec(&spec, text.contains("expert-chunk")), None),
+        let resolved =
+            ResolvedSchedule::parse(text, "schedule").map_err(|error| ScheduleError {
+                spec: text.to_string(),
+                error,
+            })?;
+        let normal = match &resolved.kind {
+            ScheduleKind::Fixed(parsed) => parsed.canonical.clone(),
+            ScheduleKind::Auto(spec) => auto_spec(spec, expert_chunk_given(text)),
         };
         Ok(Schedule(Arc::new(Inner {
-            text: text.into(),
+            resolved,
             normal: normal.into(),
-            fixed,
         })))
     }
 }

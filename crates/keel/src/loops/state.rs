@@ -1,11 +1,12 @@
 //! What Keel keeps per loop across its instances: the parsed schedule, the
-//! measurements ([`LoopRecord`]), and a workload-aware schedule's iteration
-//! assignment. One [`LoopState`] per [`LoopId`], behind its own mutex, so
-//! loops never contend with each other and a loop's instances take two
-//! short uncontended locks (before the fork and after the join).
+//! measurements ([`LoopRecord`]), and what its schedules read of them
+//! ([`LoopMemory`]: profile, AWF history, iteration assignment). One
+//! [`LoopState`] per [`LoopId`], behind its own mutex, so loops never
+//! contend with each other and a loop's instances take two short
+//! uncontended locks (before the fork and after the join).
 //!
-//! Finding a loop's state must cost next to nothing in an empty loop (the
-//! issue's goal is a few hundred nanoseconds for fork + join), so each thread
+//! Finding a loop's state must cost next to nothing in an empty loop (a
+//! few hundred nanoseconds for fork + join is the aim), so each thread
 //! keeps its most recently used states in a small cache keyed by the
 //! `&'static Location` pointer (or name pointer) and reaches the global map —
 //! a hashed lookup under a lock — only on a miss.
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use keel_policy::concept::Concept;
-use keel_policy::dls::{LoopSchedule, SharedAssignment};
+use keel_policy::dls::{LoopMemory, LoopSchedule};
 use keel_policy::select::{AutoSpec, LoopSelector};
 
 use super::record::LoopRecord;
@@ -65,33 +66,6 @@ impl ParsedSchedule {
 
 pub(crate) type Parsed = Arc<ParsedSchedule>;
 
-/// A workload-aware schedule's assignment and what it was made from; reused
-/// while all of it is unchanged (the ARTful paper's multiloop support).
-pub(crate) struct CachedAssignment {
-    pub(crate) canonical: String,
-    pub(crate) threads: usize,
-    pub(crate) chunk: Option<u64>,
-    /// The hints' bit patterns: equal bits, equal assignment.
-    pub(crate) hints: Vec<u64>,
-    pub(crate) assignment: SharedAssignment,
-}
-
-impl CachedAssignment {
-    pub(crate) fn matches(
-        &self,
-        canonical: &str,
-        threads: usize,
-        chunk: Option<u64>,
-        hints: &[f64],
-    ) -> bool {
-        self.canonical == canonical
-            && self.threads == threads
-            && self.chunk == chunk
-            && self.hints.len() == hints.len()
-            && self.hints.iter().zip(hints).all(|(&a, b)| a == b.to_bits())
-    }
-}
-
 /// What a schedule text resolves to for one loop.
 pub(crate) enum Resolved {
     /// One schedule for every instance.
@@ -113,7 +87,8 @@ pub(crate) struct LoopState {
     /// The last schedule text seen and what it resolved to.
     pub(crate) resolved: Option<(String, Resolved)>,
     pub(crate) record: LoopRecord,
-    pub(crate) assignment: Option<CachedAssignment>,
+    /// What the loop's schedules read of its past instances.
+    pub(crate) memory: LoopMemory,
     /// Under `auto`, the unmeasured instances the selector leased to the
     /// loop's current shape.
     pub(crate) lease: Option<Lease>,

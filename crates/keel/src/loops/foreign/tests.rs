@@ -465,8 +465,19 @@ fn leased_auto_instances_of_a_renewed_workshare_run_exactly_once() {
     assert_eq!(counted, instances, "{:?}", selection.runs);
     let cost = selection.cost.expect("kept");
     // Instances of tens of microseconds (two threads spawned for each)
-    // are measured once in a few; each instance is measured or leased.
-    assert!(cost.unmeasured_instances > 0, "{cost:?}");
+    // are measured once in a few once the search has settled; a search
+    // whose budget one slow thread spawn spent holds its best schedule so
+    // far, measured at every instance. Either way each instance is
+    // measured or leased.
+    let holding = selection
+        .runs
+        .last()
+        .is_some_and(|r| r.reason == "provisional");
+    assert!(
+        cost.unmeasured_instances > 0 || holding,
+        "{cost:?} {:?}",
+        selection.runs
+    );
     assert_eq!(
         line.instances + cost.unmeasured_instances,
         instances,

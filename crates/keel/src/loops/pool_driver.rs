@@ -23,7 +23,8 @@ use keel_policy::dls::{self, LoopShape, Plan};
 use keel_policy::ContextHandler;
 
 use super::instance::{self, LoopSpec};
-use super::state::Parsed;
+use super::recording::must_record;
+use super::schedule::ResolvedSchedule;
 use super::{claim, ready_slots, Board, LoopError, LoopIndex, LoopSummary, Slot, HINTS};
 use crate::pool::{Broadcast, Team, ThreadPool};
 use crate::trace::{self, LoopLabel};
@@ -121,22 +122,23 @@ impl Broadcast for LoopJob<'_> {
 impl ThreadPool {
     /// Runs one instance of a loop of `iterations` iterations: the body
     /// `body(participant, from, to)` per chunk.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_loop<I: LoopIndex>(
         &self,
         lp: &super::ParallelLoop<'_, I>,
         iterations: u64,
-        text: &str,
-        fixed: Option<&Parsed>,
-        source_name: &'static str,
+        schedule: &ResolvedSchedule,
         body: &(dyn Fn(usize, u64, u64) + Sync),
     ) -> Result<LoopSummary, LoopError> {
-        let schedule_error = |error| LoopError::Schedule { source_name, error };
+        let schedule_error = |error| LoopError::Schedule {
+            source_name: schedule.source,
+            error,
+        };
         let threads = self.team_size_here();
         let weights = lp.weights.as_deref().filter(|_| threads == self.threads());
-        if let Some(parsed) = fixed.filter(|p| {
-            !p.reads_state && !lp.recorded && !instance::recording_all() && trace::off()
-        }) {
+        if let Some(parsed) = schedule
+            .fixed()
+            .filter(|p| !must_record(false, p.reads_state, lp.recorded) && trace::off())
+        {
             // An instance nothing records: plan it and run it, with no
             // loop state, clock or label.
             let shape = LoopShape::new(iterations, threads, lp.chunk.or(parsed.chunk))
@@ -154,8 +156,7 @@ impl ThreadPool {
         }
         let spec = LoopSpec {
             id: &lp.id,
-            text,
-            fixed,
+            schedule,
             iterations,
             threads,
             chunk: lp.chunk,
