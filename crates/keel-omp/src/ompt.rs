@@ -152,6 +152,8 @@ unsafe extern "C" fn parallel_end(
 /// What a thread set aside on entering an implicit task.
 struct Frame {
     saved: Option<team::Saved>,
+    /// The member's team, alive until the member's state is restored.
+    team: Arc<Team>,
     map: Option<(crate::kmp::KmpBounds, u64)>,
 }
 
@@ -190,7 +192,8 @@ unsafe extern "C" fn implicit_task(
                     None => return,
                 };
                 let frame = Frame {
-                    saved: team::enter_team(team, index as usize, threads as usize),
+                    saved: team::enter_team(&team, index as usize, threads as usize),
+                    team,
                     map: abi_kmpc::take_map(),
                 };
                 // SAFETY: the task's data, ours to write; read back at its end.
@@ -204,10 +207,13 @@ unsafe extern "C" fn implicit_task(
                 }
                 // SAFETY: the box the begin made, on this same thread.
                 let frame = unsafe { Box::from_raw(frame as *mut Frame) };
-                if let Some(saved) = frame.saved {
+                let Frame { saved, team, map } = *frame;
+                if let Some(saved) = saved {
                     team::leave_team(saved);
                 }
-                abi_kmpc::restore_map(frame.map);
+                // Only now that no member names it.
+                drop(team);
+                abi_kmpc::restore_map(map);
             }
             _ => {}
         }

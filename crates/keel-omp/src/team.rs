@@ -247,12 +247,38 @@ fn cancellation() -> bool {
 
 /// A thread's place in a wrapped team.
 pub(crate) struct Member {
-    team: Arc<Team>,
+    team: TeamRef,
     me: usize,
     threads: usize,
     level: i32,
     /// Loops this thread has started in the team.
     seq: u64,
+}
+
+/// The team of a [`Member`], borrowed for as long as the member is the
+/// thread's: whoever makes the member keeps the team alive until then (the
+/// wrapped region's [`Region`], on the encountering thread's stack until
+/// every thread has left the trampoline; OMPT's task frame, until the
+/// implicit task ends). Not a reference count: a count would be written by
+/// every thread of every region, one line shared by the whole team.
+#[derive(Clone, Copy)]
+struct TeamRef(std::ptr::NonNull<Team>);
+
+impl TeamRef {
+    /// The team, to a member whose maker keeps it alive (see above).
+    fn of(team: &Arc<Team>) -> Self {
+        TeamRef(std::ptr::NonNull::from(&**team))
+    }
+}
+
+impl std::ops::Deref for TeamRef {
+    type Target = Team;
+    fn deref(&self) -> &Team {
+        // SAFETY: the member's maker keeps the team alive while the member
+        // is in the thread's state (see the type's doc), and members are
+        // only read through that state.
+        unsafe { self.0.as_ref() }
+    }
 }
 
 /// The loop a thread is in. An explicit tag, not one folded into the
@@ -324,8 +350,6 @@ fn begin_in(st: &mut ThreadState, call: &LoopCall, here: i32) -> bool {
         let seq = m.seq;
         m.seq += 1;
         let (me, threads) = (m.me, m.threads);
-        // A borrow, not a clone: a clone would write the team's reference
-        // count, one line for every thread of the team.
         let team: &Team = &m.team;
         let mut spare = st.spare.take();
         let (decision, mine) = team.arrive(seq, me, threads, call, &mut spare);
@@ -467,7 +491,7 @@ pub(crate) extern "C" fn trampoline(arg: *mut libc::c_void) {
         let (me, threads) =
             unsafe { (real::omp_get_thread_num()(), real::omp_get_num_threads()()) };
         let member = Member {
-            team: Arc::clone(&region.team),
+            team: TeamRef::of(&region.team),
             me: usize::try_from(me).unwrap_or(0),
             threads: usize::try_from(threads).unwrap_or(1).max(1),
             level: level(),
@@ -519,10 +543,11 @@ pub(crate) struct Saved(ThreadState);
 
 /// Makes this thread member `me` of `threads` in `team` at the current
 /// nesting level, as the trampoline does for a wrapped region.
-pub(crate) fn enter_team(team: Arc<Team>, me: usize, threads: usize) -> Option<Saved> {
+/// The caller keeps `team` alive until [`leave_team`].
+pub(crate) fn enter_team(team: &Arc<Team>, me: usize, threads: usize) -> Option<Saved> {
     let fresh = ThreadState {
         member: Some(Member {
-            team,
+            team: TeamRef::of(team),
             me,
             threads: threads.max(1),
             level: level(),
