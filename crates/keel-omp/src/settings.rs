@@ -127,6 +127,16 @@ impl Settings {
         self.schedule_ref(kind, monotonic, program).cloned()
     }
 
+    /// Whether a loop may run under `auto` before the program sets a
+    /// schedule itself: `KEEL_SCHEDULE` is unset or `auto`.
+    pub(crate) fn may_select(&self) -> bool {
+        match &self.keel {
+            None => true,
+            Some(Ok(schedule)) => schedule.selects(),
+            Some(Err(())) => false,
+        }
+    }
+
     /// [`schedule_for`](Self::schedule_for) without the clone: a loop's
     /// decision reads the schedule and writes no reference count.
     pub(crate) fn schedule_ref<'a>(

@@ -81,12 +81,23 @@ impl Team {
 
     /// A team for a region this thread begins: the one it kept from its
     /// last region ([`recycle`](Self::recycle)), or a new one.
+    ///
+    /// Before its first team, while no thread of it runs, the process
+    /// measures what dispatching costs if `auto` may choose its loops'
+    /// schedules: measured later, inside the first loop, the measuring
+    /// threads would compete for the CPUs with the team's threads waiting
+    /// for that loop.
     pub(crate) fn for_region() -> Arc<Team> {
         SPARE_TEAM
             .try_with(Cell::take)
             .ok()
             .flatten()
-            .unwrap_or_else(|| Arc::new(Team::new()))
+            .unwrap_or_else(|| {
+                if settings::settings().may_select() {
+                    keel::loops::dispatch_cost();
+                }
+                Arc::new(Team::new())
+            })
     }
 
     /// Keeps `team`, whose region this thread began and which has ended,

@@ -11,7 +11,7 @@
 //! `docs/auto-keel.md#what-a-choice-costs`.
 //!
 //! A loop of 4,000,000 iterations of 1.25 ns each on 2 threads, in a
-//! context whose claims cost 50 ns: no chunk below 2,000 iterations.
+//! context whose claims cost 50 ns: no chunk below about 2,000 iterations.
 //!
 //! ```
 //! use keel_policy::select::cost::{DispatchCost, LoopModel};
@@ -19,7 +19,7 @@
 //! let mut model = LoopModel::default();
 //! // A STATIC instance: both threads finished after 2.5 ms, balanced.
 //! model.observe(0.0025, 0.0, 4_000_000, 2);
-//! assert_eq!(model.min_chunk(&cost, 1), 2_000);
+//! assert_eq!(model.min_chunk(&cost, 1, 4_000_000, 2), 2_003);
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -199,16 +199,36 @@ impl LoopModel {
         }
     }
 
-    /// The smallest chunk of portfolio schedule `index` whose claim costs
-    /// at most [`CHUNK_OVERHEAD_SHARE`] of its work; 1 before anything was
-    /// measured.
-    pub fn min_chunk(&self, cost: &DispatchCost, index: usize) -> u64 {
+    /// The smallest chunk of portfolio schedule `index` on an instance of
+    /// `iterations` over `threads` whose claims cost at most
+    /// [`CHUNK_OVERHEAD_SHARE`] of their work: a thread's claims of chunks
+    /// that size and its last, empty, claim (see
+    /// [`affordable`](Self::affordable)); where even one chunk per thread
+    /// cannot pay for that, the chunk whose own claim costs that share of
+    /// it. 1 before anything was measured.
+    pub fn min_chunk(
+        &self,
+        cost: &DispatchCost,
+        index: usize,
+        iterations: u64,
+        threads: usize,
+    ) -> u64 {
         let Some(w) = self.work_per_iteration else {
             return 1;
         };
+        let claim = cost.chunk_cost(index);
+        // Chunks per thread c: (n/(p·c) + 1)·claim ≤ share·w·n/p, so
+        // c ≥ claim / (share·w − claim·p/n).
+        let empty_claim_share = claim * threads.max(1) as f64 / iterations.max(1) as f64;
+        let room = CHUNK_OVERHEAD_SHARE * w - empty_claim_share;
+        let per_chunk_room = if room > 0.0 {
+            room
+        } else {
+            CHUNK_OVERHEAD_SHARE * w
+        };
         // The tolerance keeps an exact quotient from rounding up a whole
         // iteration.
-        let chunk = (cost.chunk_cost(index) / (CHUNK_OVERHEAD_SHARE * w) - 1e-9).ceil();
+        let chunk = (claim / per_chunk_room - 1e-9).ceil();
         if chunk.is_finite() && chunk >= 1.0 {
             chunk.min(u64::MAX as f64) as u64
         } else {
@@ -217,12 +237,26 @@ impl LoopModel {
     }
 
     /// Whether portfolio schedule `index` may run an instance of
-    /// `iterations` over `threads` with chunk parameter `chunk`: its
-    /// claims beyond STATIC's one per thread (its chunks per thread: the
-    /// empty claim that ends a thread's share stands for STATIC's) must
-    /// cost at most
-    /// [`CHUNK_OVERHEAD_SHARE`] of a thread's work. STATIC always may;
-    /// anything may before the loop's work is known.
+    /// `iterations` over `threads` with chunk parameter `chunk`: its claims
+    /// per thread must cost at most [`CHUNK_OVERHEAD_SHARE`] of a thread's
+    /// work. A thread claims each of its chunks and once more to find
+    /// nothing left; STATIC, whose blocks each thread computes alone, claims
+    /// nothing, and always may. Anything may before the loop's work is
+    /// known.
+    ///
+    /// ```
+    /// use keel_policy::select::cost::{DispatchCost, LoopModel};
+    /// let cost = DispatchCost { per_chunk: 50e-9, ..DispatchCost::default() };
+    /// let mut model = LoopModel::default();
+    /// // 64 iterations of 0.3 µs on 2 threads: 9.6 µs per thread, of which
+    /// // 2 % (192 ns) pays for under 4 claims.
+    /// model.observe(9.6e-6, 0.0, 64, 2);
+    /// assert!(model.affordable(&cost, 0, 64, 2, 1));
+    /// // One chunk each and the empty claim: 100 ns.
+    /// assert!(model.affordable(&cost, 1, 64, 2, 32));
+    /// // Chunks of 8: four each and the empty claim, 250 ns.
+    /// assert!(!model.affordable(&cost, 1, 64, 2, 8));
+    /// ```
     pub fn affordable(
         &self,
         cost: &DispatchCost,
@@ -239,7 +273,7 @@ impl LoopModel {
         }
         let threads = threads.max(1) as f64;
         let per_thread_work = w * iterations as f64 / threads;
-        let claims = predicted_chunks(index, iterations, threads, chunk.max(1)) / threads;
+        let claims = predicted_chunks(index, iterations, threads, chunk.max(1)) / threads + 1.0;
         claims * cost.chunk_cost(index) <= CHUNK_OVERHEAD_SHARE * per_thread_work
     }
 
@@ -302,7 +336,7 @@ mod tests {
     #[test]
     fn nothing_is_bounded_before_the_loop_was_measured() {
         let model = LoopModel::default();
-        assert_eq!(model.min_chunk(&cost(1e-6), 1), 1);
+        assert_eq!(model.min_chunk(&cost(1e-6), 1, 10, 2), 1);
         assert!(model.affordable(&cost(1e-6), 1, 10, 2, 1));
         assert_eq!(model.measure_interval(&cost(1e-6), 10, 2), 1);
     }
@@ -313,11 +347,14 @@ mod tests {
         // 1 µs per iteration and thread.
         model.observe(0.001, 0.0, 2000, 2);
         let c = cost(100e-9);
-        // 100 ns / (0.02 · 1 µs) = 5 iterations.
-        assert_eq!(model.min_chunk(&c, 1), 5);
+        // 100 ns / (0.02 · 1 µs − 100 ns · 2 / 2000) = 5.3 iterations.
+        assert_eq!(model.min_chunk(&c, 1, 2000, 2), 6);
+        // On a loop too short for even one chunk each, the chunk that
+        // pays for its own claim: 100 ns / (0.02 · 1 µs) = 5.
+        assert_eq!(model.min_chunk(&c, 1, 8, 2), 5);
         // A timed schedule pays two clock reads more: 150 ns → 8.
         let maf = AUTO4OMP_PORTFOLIO.iter().position(|n| *n == "maf").unwrap();
-        assert_eq!(model.min_chunk(&c, maf), 8);
+        assert_eq!(model.min_chunk(&c, maf, 200_000, 2), 8);
         // A slower instance moves the estimate a tenth of the way up (its
         // excess may be overhead); a faster one replaces it.
         model.observe(0.002, 0.0, 2000, 2);
@@ -331,7 +368,7 @@ mod tests {
         let mut model = LoopModel::default();
         model.observe(0.0025, 1.0, 4_000_000, 2);
         let c = cost(50e-9);
-        let chunk = model.min_chunk(&c, 1);
+        let chunk = model.min_chunk(&c, 1, 4_000_000, 2);
         assert!((1_900..=2_100).contains(&chunk), "{chunk}");
         // SS at chunk 1 would cost 4,000,000 claims: not affordable.
         assert!(!model.affordable(&c, 1, 4_000_000, 2, 1));
@@ -345,7 +382,7 @@ mod tests {
         model.observe(2e-6, 0.0, 16, 2);
         let c = cost(50e-9);
         for index in 1..AUTO4OMP_PORTFOLIO.len() {
-            let chunk = model.min_chunk(&c, index);
+            let chunk = model.min_chunk(&c, index, 16, 2);
             assert!(!model.affordable(&c, index, 16, 2, chunk), "{index}");
         }
         assert!(model.affordable(&c, 0, 16, 2, 1));

@@ -170,6 +170,15 @@ impl LoopSelector {
         self
     }
 
+    /// Consults `cost` from now on, what the context measured its dispatch
+    /// to cost (an invalid one is ignored): a context whose measurement
+    /// ends after the loop's first instance passes the newer figure.
+    pub fn set_cost(&mut self, cost: DispatchCost) {
+        if cost.is_valid() {
+            self.cost = cost;
+        }
+    }
+
     /// The dispatch cost it consults.
     pub fn dispatch_cost(&self) -> DispatchCost {
         self.cost
@@ -260,7 +269,7 @@ impl LoopSelector {
             if keel && index == 0 {
                 return None;
             }
-            let floor = model.min_chunk(&cost, index);
+            let floor = model.min_chunk(&cost, index, iterations, threads);
             let expert = if expert_on {
                 expert_chunk(iterations, threads)
             } else {

@@ -318,6 +318,7 @@ fn resolve(st: &mut LoopState, spec: &LoopSpec<'_>) -> Result<Resolution, Policy
                 selection.selector.return_lease(unused);
                 st.lease = None;
             }
+            selection.selector.set_cost(super::cost::dispatch_cost());
             let choice = selection.selector.choose(spec.iterations, spec.threads);
             let method = selection.spec.method.name();
             let parsed = Arc::clone(&portfolio()[choice.index]);

@@ -71,7 +71,7 @@ use crate::pool::{self, PoolError, ThreadPool};
 use crate::sync::{AtomicU64, Mutex, Ordering};
 use crate::warn;
 
-pub use cost::dispatch_cost;
+pub use cost::{dispatch_cost, dispatch_cost_settled};
 pub use foreign::{Cursor, Workshare};
 pub use index::LoopIndex;
 pub use parallel::{

@@ -119,6 +119,20 @@ impl Schedule {
         &self.0.resolved.text
     }
 
+    /// Whether the schedule is `auto` in any of its forms: each loop's
+    /// schedule is then chosen by its selector.
+    ///
+    /// ```
+    /// use keel::Schedule;
+    /// assert!("auto".parse::<Schedule>()?.selects());
+    /// assert!("auto:method=expert".parse::<Schedule>()?.selects());
+    /// assert!(!"guided".parse::<Schedule>()?.selects());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn selects(&self) -> bool {
+        self.0.resolved.fixed().is_none()
+    }
+
     /// What loop instances use of it.
     pub(crate) fn resolved(&self) -> &ResolvedSchedule {
         &self.0.resolved
