@@ -156,7 +156,7 @@ pub fn write_tables(reports: &[ProcessReport], out: &mut dyn Write) -> Result<()
         writeln!(
             out,
             "{} (pid {}): Keel took {} loop instance{}, forwarded {} to the OpenMP runtime",
-            process.program,
+            sanitize(&process.program),
             process.pid,
             process.taken,
             if process.taken == 1 { "" } else { "s" },
@@ -183,13 +183,13 @@ pub fn write_tables(reports: &[ProcessReport], out: &mut dyn Write) -> Result<()
                 "–".into()
             };
             rows.push([
-                loop_name(site),
+                sanitize(&loop_name(site)),
                 r.instances.to_string(),
                 duration(r.total_time),
                 share,
                 format!("{:.1} %", r.mean_lib_percent),
             ]);
-            histories.push(history(r));
+            histories.push(sanitize(&history(r)));
         }
         for (line, history) in align(&rows).into_iter().zip(histories) {
             writeln!(out, "{line}  {history}")?;
@@ -299,7 +299,9 @@ fn seconds(s: f64) -> String {
 }
 
 /// The text without control characters (a report is read from a file a
-/// program wrote: it must not drive the reader's terminal).
+/// program wrote, and names symbols of objects it names: neither may drive
+/// the reader's terminal). Every text a table shows from a report passes
+/// here.
 fn sanitize(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }

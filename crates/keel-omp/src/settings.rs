@@ -76,7 +76,9 @@ impl Settings {
         let keel = set(keel_schedule).map(|text| {
             text.parse::<Schedule>().map_err(|err| {
                 warnings.push(format!(
-                    "KEEL_SCHEDULE={text:?} is not a schedule ({err}); OpenMP loops keep the runtime's own schedule"
+                    "KEEL_SCHEDULE={} is not a schedule ({}); OpenMP loops keep the runtime's own schedule",
+                    quoted(text),
+                    clip(&err.to_string())
                 ));
             })
         });
@@ -93,7 +95,8 @@ impl Settings {
                 "guided" => take_guided = true,
                 "runtime" => {}
                 _ => warnings.push(format!(
-                    "KEEL_OMP_TAKE: {word:?} is not a loop kind (dynamic, guided, runtime); ignored"
+                    "KEEL_OMP_TAKE: {} is not a loop kind (dynamic, guided, runtime); ignored",
+                    quoted(word)
                 )),
             }
         }
@@ -226,19 +229,78 @@ fn keel_equivalent(kind: &str, chunk: Option<u64>) -> Option<Schedule> {
 pub(crate) fn settings() -> &'static Settings {
     static SETTINGS: OnceLock<Settings> = OnceLock::new();
     SETTINGS.get_or_init(|| {
-        let var = |name: &str| std::env::var(name).ok();
-        let (settings, warnings) = Settings::from_vars(
-            var("KEEL_SCHEDULE").as_deref(),
-            var("OMP_SCHEDULE").as_deref(),
-            var("KEEL_OMP_TAKE").as_deref(),
+        let mut unreadable = Vec::new();
+        let mut var = |name: &'static str| env_text(name, &mut unreadable);
+        let (keel, omp, take) = (
+            var("KEEL_SCHEDULE"),
+            var("OMP_SCHEDULE"),
+            var("KEEL_OMP_TAKE"),
         );
-        for warning in warnings {
+        let (mut settings, warnings) =
+            Settings::from_vars(keel.as_deref(), omp.as_deref(), take.as_deref());
+        if unreadable.contains(&"KEEL_SCHEDULE") {
+            // As any other bad value: the runtime keeps its loops.
+            settings.keel = Some(Err(()));
+        }
+        for warning in unreadable_warnings(&unreadable).into_iter().chain(warnings) {
             eprintln!("keel-omp: warning: {warning}");
         }
         finish_trace_at_exit();
         crate::report::arm();
         settings
     })
+}
+
+/// Characters of a bad value a warning shows: a value of thousands of
+/// characters is not echoed whole.
+const SHOWN_CHARS: usize = 80;
+
+/// `text`, cut to [`SHOWN_CHARS`] characters with what was left out said.
+fn clip(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= SHOWN_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{head}… ({total} characters)")
+}
+
+/// A value as a warning quotes it: escaped, and cut as by [`clip`].
+fn quoted(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= SHOWN_CHARS {
+        return format!("{text:?}");
+    }
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{head:?}… ({total} characters)")
+}
+
+/// The variable's value; `None` when unset or not UTF-8, the latter's name
+/// pushed on `unreadable`.
+fn env_text(name: &'static str, unreadable: &mut Vec<&'static str>) -> Option<String> {
+    match std::env::var(name) {
+        Ok(text) => Some(text),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            unreadable.push(name);
+            None
+        }
+    }
+}
+
+/// The warnings for variables whose values are not UTF-8.
+fn unreadable_warnings(names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|name| {
+            let effect = match *name {
+                "KEEL_SCHEDULE" => "OpenMP loops keep the runtime's own schedule",
+                "OMP_SCHEDULE" => "Keel reads it as unset",
+                _ => "ignored",
+            };
+            format!("{name} is not UTF-8 text; {effect}")
+        })
+        .collect()
 }
 
 /// With `KEEL_TRACE` set, completes the trace file when the program exits
@@ -316,6 +378,7 @@ pub(crate) fn with_program_schedule<R>(f: impl FnOnce(Option<Option<&Schedule>>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
 
     fn text(s: Option<Schedule>) -> Option<String> {
         s.map(|s| s.to_string())
@@ -428,6 +491,35 @@ mod tests {
         });
         assert_eq!(chosen, None, "forwarded under an unknown program kind");
         set_program_schedule(1, 0);
+    }
+
+    #[test]
+    fn long_bad_values_are_echoed_once_and_cut() {
+        let long = "x".repeat(5_000);
+        let (_, warnings) = Settings::from_vars(Some(&long), None, Some(&long));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        for warning in &warnings {
+            assert!(warning.len() < 600, "{} bytes: {warning}", warning.len());
+            assert!(warning.contains("(5000 characters)"), "{warning}");
+        }
+    }
+
+    #[test]
+    fn values_that_are_not_utf8_are_named_in_a_warning() {
+        let warnings = unreadable_warnings(&["KEEL_SCHEDULE", "KEEL_OMP_TAKE"]);
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].starts_with("KEEL_SCHEDULE is not UTF-8"));
+        assert!(warnings[0].contains("runtime's own schedule"));
+        assert!(warnings[1].starts_with("KEEL_OMP_TAKE is not UTF-8"));
+        // Read from the environment: a value that is not UTF-8 is named.
+        let name = "KEEL_OMP_TEST_NOT_UTF8";
+        // SAFETY: this test alone uses this variable.
+        unsafe {
+            std::env::set_var(name, std::ffi::OsStr::from_bytes(b"stat\xffic"));
+        }
+        let mut unreadable = Vec::new();
+        assert_eq!(env_text(name, &mut unreadable), None);
+        assert_eq!(unreadable, [name]);
     }
 
     #[test]

@@ -170,3 +170,22 @@ fn symbols_of_this_test_binary_are_found_by_offset() {
     std::fs::write(&junk, b"\x7fELF not really").unwrap();
     assert!(Symbols::read(&junk).is_none());
 }
+
+#[test]
+fn terminal_control_sequences_in_a_report_are_not_printed() {
+    let mut evil = line("omp:\x1b]0;owned\x07app+0x20", 1.0, &[("static\x1b[2J", 3)]);
+    evil.symbol = Some("main\x1b[31m\u{9b}1m".into());
+    let mut report = process(vec![evil]);
+    report.program = "/bin/\x1b[5mapp\r".into();
+    let mut out = Vec::new();
+    write_tables(&[report], &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    // What is left of each name is still shown.
+    assert!(text.contains("/bin/[5mapp"), "{text}");
+    assert!(text.contains("main[31m1m"), "{text}");
+    assert!(text.contains("static[2J×3"), "{text}");
+}

@@ -50,33 +50,104 @@ impl Object for Domain {
     }
 }
 
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+struct Args {
+    config: String,
+    threads: usize,
+    quick: bool,
+}
+
+const USAGE: &str =
+    "usage: keel-mpi-bench [--config no-lb|greedy|greedy-stealing] [--threads N] [--quick]";
+
+/// What a command line means: the run, or the text to print instead (the
+/// usage for `--help`, `Ok`; what is wrong, `Err`).
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Result<String, String>> {
+    let mut parsed = Args {
+        config: "greedy".to_string(),
+        threads: 1,
+        quick: false,
+    };
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--config" => {
+                parsed.config = args
+                    .next()
+                    .ok_or_else(|| Err("--config needs a configuration name".to_string()))?;
+            }
+            "--threads" => {
+                parsed.threads = args
+                    .next()
+                    .and_then(|t| t.parse().ok())
+                    .filter(|&t| (1..=keel::pool::MAX_THREADS).contains(&t))
+                    .ok_or_else(|| {
+                        Err(format!(
+                            "--threads needs a count from 1 to {}",
+                            keel::pool::MAX_THREADS
+                        ))
+                    })?;
+            }
+            "--quick" => parsed.quick = true,
+            "-h" | "--help" => return Err(Ok(USAGE.to_string())),
+            other => {
+                let shown: String = other.chars().take(80).collect();
+                return Err(Err(format!("unknown argument {shown:?}")));
+            }
+        }
+    }
+    if !matches!(
+        parsed.config.as_str(),
+        "no-lb" | "greedy" | "greedy-stealing"
+    ) {
+        let shown: String = parsed.config.chars().take(80).collect();
+        return Err(Err(format!(
+            "unknown configuration {shown:?} (no-lb, greedy, greedy-stealing)"
+        )));
+    }
+    Ok(parsed)
+}
+
 fn main() {
+    // Read before MPI starts; every rank reads the same line, and only
+    // rank 0 prints what it says instead of a run.
+    let parsed = parse_args(std::env::args().skip(1));
     let universe = mpi::initialize().expect("MPI initialises once");
+    let Args {
+        config,
+        threads,
+        quick,
+    } = match parsed {
+        Ok(args) => args,
+        Err(text) => {
+            let rank0 = MpiComm::new(universe.world()).rank() == 0;
+            let code = match text {
+                Ok(usage) => {
+                    if rank0 {
+                        println!("{usage}");
+                    }
+                    0
+                }
+                Err(problem) => {
+                    if rank0 {
+                        eprintln!("keel-mpi-bench: {problem}\n{USAGE}");
+                    }
+                    2
+                }
+            };
+            // MPI finalises before the exit.
+            drop(universe);
+            std::process::exit(code);
+        }
+    };
     MpiComm::abort_job_on_panic();
     let comm = MpiComm::new(universe.world());
     let (rank, ranks) = (comm.rank(), comm.size());
-    let mut config = "greedy".to_string();
-    let mut threads = 1usize;
-    let mut quick = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--config" => config = args.next().expect("--config NAME"),
-            "--threads" => {
-                threads = args
-                    .next()
-                    .and_then(|t| t.parse().ok())
-                    .expect("--threads N")
-            }
-            "--quick" => quick = true,
-            other => panic!("unknown argument {other}"),
-        }
-    }
     let (balanced, stealing) = match config.as_str() {
         "no-lb" => (false, "none"),
         "greedy" => (true, "none"),
-        "greedy-stealing" => (true, STEALING),
-        other => panic!("unknown configuration {other} (no-lb, greedy, greedy-stealing)"),
+        _ => (true, STEALING),
     };
     let mut workload = LassenLike::for_pus(ranks * threads);
     if quick {
@@ -149,5 +220,56 @@ fn main() {
             checksum,
         };
         println!("{}", serde_json::to_string(&line).expect("serialisable"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &[&str]) -> Result<Args, Result<String, String>> {
+        parse_args(line.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn help_and_bad_arguments_are_answered_not_panicked() {
+        assert!(matches!(parse(&["--help"]), Err(Ok(usage)) if usage.starts_with("usage:")));
+        assert!(matches!(parse(&["-h"]), Err(Ok(_))));
+        for bad in [
+            &["--bogus"][..],
+            &["--config"],
+            &["--config", "fastest"],
+            &["--threads"],
+            &["--threads", "0"],
+            &["--threads", "many"],
+            &["--threads", "99999999999999999999"],
+        ] {
+            assert!(matches!(parse(bad), Err(Err(_))), "{bad:?}");
+        }
+        let long = "x".repeat(5_000);
+        let Err(Err(message)) = parse(&[&long]) else {
+            panic!("a long argument is refused");
+        };
+        assert!(message.len() < 200, "{message}");
+    }
+
+    #[test]
+    fn a_good_line_is_read() {
+        assert_eq!(
+            parse(&["--config", "greedy-stealing", "--threads", "4", "--quick"]),
+            Ok(Args {
+                config: "greedy-stealing".into(),
+                threads: 4,
+                quick: true
+            })
+        );
+        assert_eq!(
+            parse(&[]),
+            Ok(Args {
+                config: "greedy".into(),
+                threads: 1,
+                quick: false
+            })
+        );
     }
 }

@@ -22,13 +22,14 @@ use crate::warn;
 /// Where loops name `KEEL_SCHEDULE` in errors and warnings.
 const SCHEDULE_VAR: &str = "KEEL_SCHEDULE";
 
-/// `KEEL_SCHEDULE`'s text, trimmed; `auto` when unset or empty.
+/// `KEEL_SCHEDULE`'s text, trimmed; `auto` when unset or empty. A value
+/// that is not UTF-8 keeps its bytes as U+FFFD, which no schedule holds: it
+/// is a bad value like any other, not an unset one.
 fn schedule_text() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
-        std::env::var(SCHEDULE_VAR)
-            .ok()
-            .map(|v| v.trim().to_string())
+        std::env::var_os(SCHEDULE_VAR)
+            .map(|v| v.to_string_lossy().trim().to_string())
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| "auto".to_string())
     })
