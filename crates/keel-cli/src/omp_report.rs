@@ -6,7 +6,7 @@
 //! the schedules it ran over time.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -63,18 +63,8 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
 /// The processes' reports in `path`, in the order they were written.
 pub fn read_reports(path: &Path) -> Result<Vec<ProcessReport>, CliError> {
     let shown = path.display();
-    let file = std::fs::File::open(path)
+    let text = keel::output::read_regular_file(path, "the loop report", MAX_REPORT_BYTES)
         .map_err(|e| CliError::Runtime(format!("cannot read the loop report {shown}: {e}")))?;
-    let mut text = String::new();
-    file.take(MAX_REPORT_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| CliError::Runtime(format!("cannot read the loop report {shown}: {e}")))?;
-    if text.len() as u64 > MAX_REPORT_BYTES {
-        return Err(CliError::Runtime(format!(
-            "{shown} is larger than {} MiB: not a loop report",
-            MAX_REPORT_BYTES >> 20
-        )));
-    }
     let mut reports = Vec::new();
     for (number, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

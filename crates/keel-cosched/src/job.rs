@@ -442,17 +442,35 @@ pub fn read_jobs(path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
         file: file.clone(),
         source,
     };
+    let text = read_regular(path).map_err(read_err)?;
+    parse_jobs(&text, &file)
+}
+
+/// The text of `path` if it is a regular file of at most
+/// [`MAX_FILE_BYTES`]: a FIFO, a device or a directory is refused at once
+/// (the open does not wait for a FIFO's writer).
+fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // Reads of a regular file never return `WouldBlock`.
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
     let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
-        .map_err(read_err)?;
+    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(read_err(std::io::Error::new(
+        return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("the file is over the limit of {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
-        )));
+        ));
     }
-    parse_jobs(&text, &file)
+    Ok(text)
 }
 
 /// A job name: 1 to [`MAX_NAME_BYTES`] letters, digits, `-`, `_`, `.`.

@@ -117,3 +117,18 @@ fn an_oversized_job_file_is_refused() {
     let e = read_jobs(&path).unwrap_err();
     assert!(e.to_string().contains("MAX_FILE_BYTES"), "{e}");
 }
+
+#[test]
+fn a_fifo_device_or_directory_as_job_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("jobs.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // Without a writer, an open that waited would never return: the test
+    // would hang rather than fail.
+    for path in [fifo.as_path(), "/dev/zero".as_ref(), dir.path()] {
+        let e = read_jobs(path).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+}

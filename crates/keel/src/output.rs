@@ -1,7 +1,9 @@
 //! Files Keel writes where a user (or an environment variable) points it:
 //! traces, reports (created afresh, or appended to by several processes). Keel may run as root in a directory others can write,
 //! so such a file is never opened through a symbolic link and is never
-//! anything but a regular file.
+//! anything but a regular file. Files Keel's tools read (reports, job
+//! files) are read only when they are regular files, and only up to a
+//! limit.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -82,4 +84,47 @@ fn open_regular(path: &Path, what: &str, append: bool) -> io::Result<File> {
         return Err(refused("is not a regular file"));
     }
     Ok(file)
+}
+
+/// Reads `path`, `what` it should be (`"the loop report"`, `"the job
+/// file"`: it names the refusal), as text of at most `max_bytes`: only a
+/// regular file (a FIFO, a device or a directory is refused at once; the
+/// open does not wait for a FIFO's writer), never more than `max_bytes + 1`
+/// bytes read.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("report.jsonl");
+/// std::fs::write(&path, "{}\n")?;
+/// assert_eq!(keel::output::read_regular_file(&path, "the report", 1024)?, "{}\n");
+/// let big = keel::output::read_regular_file(&path, "the report", 2).unwrap_err();
+/// assert!(big.to_string().contains("larger than 2 bytes"), "{big}");
+/// let dev = keel::output::read_regular_file("/dev/zero".as_ref(), "the report", 2).unwrap_err();
+/// assert!(dev.to_string().contains("not a regular file"), "{dev}");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn read_regular_file(path: &Path, what: &str, max_bytes: u64) -> io::Result<String> {
+    use std::io::Read;
+    let refused = |why: String| io::Error::other(format!("{why}; refusing to read {what} there"));
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO's open returns at once instead of waiting for a writer;
+        // the fstat below refuses it. Reads of a regular file never return
+        // `WouldBlock`.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(refused("is not a regular file".into()));
+    }
+    let mut text = String::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max_bytes {
+        return Err(refused(format!("is larger than {max_bytes} bytes")));
+    }
+    Ok(text)
 }

@@ -75,7 +75,7 @@ fn a_huge_file_is_refused_without_reading_it_all() {
         .set_len(MAX_REPORT_BYTES + 10)
         .unwrap();
     let err = read_reports(&path).unwrap_err().to_string();
-    assert!(err.contains("not a loop report"), "{err}");
+    assert!(err.contains("is larger than"), "{err}");
 }
 
 #[test]
@@ -188,4 +188,18 @@ fn terminal_control_sequences_in_a_report_are_not_printed() {
     assert!(text.contains("/bin/[5mapp"), "{text}");
     assert!(text.contains("main[31m1m"), "{text}");
     assert!(text.contains("static[2J×3"), "{text}");
+}
+
+#[test]
+fn a_fifo_or_device_as_report_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("report.fifo");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(status.is_ok_and(|s| s.success()), "mkfifo runs");
+    // Without a writer, an open that waited would never return: the test
+    // would hang rather than fail.
+    for path in [fifo.as_path(), "/dev/zero".as_ref(), dir.path()] {
+        let e = read_reports(path).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
 }
