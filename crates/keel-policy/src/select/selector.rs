@@ -310,7 +310,8 @@ impl LoopSelector {
                     };
                 }
                 c.unmeasured_left = c.model.measure_interval(&cost, iterations, threads) - 1;
-            } else {
+            } else if self.spec.pin.is_none() {
+                // A pinned selector runs its pin: nothing to restrict or rank.
                 let mut allowed = 0u16;
                 let mut overheads = [0.0; PORTFOLIO_LEN];
                 for (index, overhead) in overheads.iter_mut().enumerate() {

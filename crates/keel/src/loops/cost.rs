@@ -231,8 +231,9 @@ fn contended_claim() -> f64 {
             {
                 break;
             } else if batches.is_some() && !started {
-                // The helper has not started: leave it the CPU.
-                std::thread::yield_now();
+                // The helper has not started: leave the CPUs to it and to
+                // the program (a yield would still spin when others run).
+                std::thread::sleep(std::time::Duration::from_micros(50));
             } else {
                 std::hint::spin_loop();
             }
