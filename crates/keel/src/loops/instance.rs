@@ -94,7 +94,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
         }
     }
     let loop_state = state::state_of(spec.id);
-    let mut st = state::lock(loop_state);
+    let mut st = state::lock(&loop_state);
     let Resolution {
         parsed,
         chunk: auto_chunk,
@@ -126,6 +126,7 @@ pub(crate) fn prepare(spec: &LoopSpec<'_>, history: &mut History) -> Result<Prep
     // like its fixed schedule: no clocks, no record (unless the schedule
     // reads what records keep, or recording was asked for).
     let recorded = must_record(measure, parsed.reads_state, spec.record);
+    drop(st);
     Ok(Prepared {
         parsed,
         shape,
@@ -217,7 +218,7 @@ impl Prepared {
         t_par: Option<f64>,
     ) -> LoopSummary {
         let iterations = self.shape.iterations;
-        let Some(loop_state) = self.state else {
+        let Some(loop_state) = &self.state else {
             return LoopSummary {
                 id: id.clone(),
                 threads: slots.len(),

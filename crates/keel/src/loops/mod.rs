@@ -85,6 +85,7 @@ pub use record::{
 pub use recording::record_all;
 pub use report::{report, LoopReport, ScheduleRunReport, SelectionReport, SelectionRunReport};
 pub use schedule::{Schedule, ScheduleError};
+pub use state::{kept_loop_states, MAX_LOOP_STATES};
 
 /// Why a loop did not run, as the `try_` forms return it. No iteration
 /// has run when one is returned.

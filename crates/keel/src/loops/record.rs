@@ -375,7 +375,7 @@ impl LoopRecord {
 /// A copy of the record of loop `id`, if it has had a recorded instance.
 pub fn record(id: LoopId) -> Option<LoopRecord> {
     let state = state::existing(&id)?;
-    let state = state::lock(state);
+    let state = state::lock(&state);
     (state.record.instances > 0).then(|| snapshot(&state))
 }
 

@@ -3,7 +3,10 @@
 //! ([`LoopMemory`]: profile, AWF history, iteration assignment). One
 //! [`LoopState`] per [`LoopId`], behind its own mutex, so loops never
 //! contend with each other and a loop's instances take two short
-//! uncontended locks (before the fork and after the join).
+//! uncontended locks (before the fork and after the join). At most
+//! [`MAX_LOOP_STATES`] are kept: a program that names a new loop every
+//! step runs in bounded memory, and a loop forgotten and met again starts
+//! over (its `auto` search included).
 //!
 //! Finding a loop's state must cost next to nothing in an empty loop (a
 //! few hundred nanoseconds for fork + join is the aim), so each thread
@@ -120,15 +123,42 @@ pub(crate) fn take_leased(left: &LeaseCount) -> bool {
     .is_ok()
 }
 
-/// A loop's state lives as long as the program, like the code of the loop
-/// it describes (LLVM keeps its per-loop records the same way): it is
-/// leaked once per distinct loop, so that finding it costs no reference
-/// count. The registry never forgets a loop (`clear_records` empties the
-/// records, not the map), so the leak holds nothing the map would not
-/// hold anyway: one state per distinct call site or name.
-pub(crate) type SharedState = &'static Mutex<LoopState>;
+/// A loop's state, shared by the registry and the instances that use it:
+/// a state the registry forgets stays alive until its last instance has
+/// recorded.
+pub(crate) type SharedState = Arc<Mutex<LoopState>>;
 
-type Registry = Mutex<HashMap<LoopId, SharedState>>;
+/// Loops whose state the registry keeps at once. A program that names a
+/// loop per step (`.id(format!("pass/{step}"))`, `keel_parallel_for_id`)
+/// would otherwise grow by one state (about 8 KB) per step; past this
+/// bound the half of the states used least recently are forgotten
+/// (`docs/conventions.md`, "How long Keel remembers a loop").
+pub const MAX_LOOP_STATES: usize = 1024;
+
+/// A state in the registry and when it was last looked up there.
+struct Kept {
+    state: SharedState,
+    used: u64,
+}
+
+/// The loops' states by id, with a clock of lookups for eviction.
+#[derive(Default)]
+struct Table {
+    map: HashMap<LoopId, Kept>,
+    clock: u64,
+}
+
+impl Table {
+    /// Forgets the half of the states looked up least recently.
+    fn evict_older_half(&mut self) {
+        let mut used: Vec<u64> = self.map.values().map(|k| k.used).collect();
+        let middle = used.len() / 2;
+        let (_, &mut cut, _) = used.select_nth_unstable(middle);
+        self.map.retain(|_, k| k.used > cut);
+    }
+}
+
+type Registry = Mutex<Table>;
 
 #[cfg(not(loom))]
 fn states() -> &'static Registry {
@@ -136,8 +166,7 @@ fn states() -> &'static Registry {
     STATES.get_or_init(Default::default)
 }
 
-/// One registry per loom execution. Its states are leaked as without loom
-/// (a model makes a handful per execution).
+/// One registry per loom execution.
 #[cfg(loom)]
 fn states() -> &'static Registry {
     loom::lazy_static! {
@@ -179,11 +208,11 @@ pub(crate) fn state_of(id: &LoopId) -> SharedState {
     RECENT_STATES.with(|recent| {
         let mut recent = recent.borrow_mut();
         let (slots, next) = &mut *recent;
-        if let Some(&(_, state)) = slots.iter().flatten().find(|(k, _)| same(k, id)) {
-            return state;
+        if let Some((_, state)) = slots.iter().flatten().find(|(k, _)| same(k, id)) {
+            return Arc::clone(state);
         }
         let state = registered(id);
-        slots[*next] = Some((id.clone(), state));
+        slots[*next] = Some((id.clone(), Arc::clone(&state)));
         *next = (*next + 1) % RECENT;
         state
     })
@@ -196,17 +225,41 @@ pub(crate) fn state_of(id: &LoopId) -> SharedState {
     registered(id)
 }
 
-/// Loop `id`'s state from the registry, created on first use.
+/// Loop `id`'s state from the registry, created on first use (the older
+/// half of the states forgotten first when [`MAX_LOOP_STATES`] are kept).
 fn registered(id: &LoopId) -> SharedState {
-    let mut map = states().lock().unwrap_or_else(|e| e.into_inner());
-    match map.get(id) {
-        Some(&state) => state,
-        None => {
-            let state: SharedState = Box::leak(Box::default());
-            map.insert(id.clone(), state);
-            state
-        }
+    let mut table = states().lock().unwrap_or_else(|e| e.into_inner());
+    table.clock += 1;
+    let now = table.clock;
+    if let Some(kept) = table.map.get_mut(id) {
+        kept.used = now;
+        return Arc::clone(&kept.state);
     }
+    if table.map.len() >= MAX_LOOP_STATES {
+        table.evict_older_half();
+    }
+    let state = SharedState::default();
+    table.map.insert(
+        id.clone(),
+        Kept {
+            state: Arc::clone(&state),
+            used: now,
+        },
+    );
+    state
+}
+
+/// How many loops Keel keeps a state for now: at most
+/// [`MAX_LOOP_STATES`], however many distinct loops ran.
+///
+/// ```
+/// for step in 0..3 {
+///     keel::parallel(0..8).id(format!("doc-kept/{step}")).for_each(|_| {});
+/// }
+/// assert!(keel::loops::kept_loop_states() <= keel::loops::MAX_LOOP_STATES);
+/// ```
+pub fn kept_loop_states() -> usize {
+    states().lock().unwrap_or_else(|e| e.into_inner()).map.len()
 }
 
 /// Locks a loop's state. A panic never happens while it is held (user code
@@ -217,17 +270,18 @@ pub(crate) fn lock(state: &Mutex<LoopState>) -> MutexGuard<'_, LoopState> {
 
 /// Runs `f` on every loop's state.
 pub(crate) fn for_each_state(mut f: impl FnMut(&LoopId, &mut LoopState)) {
-    let map = states().lock().unwrap_or_else(|e| e.into_inner());
-    for (id, state) in map.iter() {
-        f(id, &mut lock(state));
+    let table = states().lock().unwrap_or_else(|e| e.into_inner());
+    for (id, kept) in table.map.iter() {
+        f(id, &mut lock(&kept.state));
     }
 }
 
-/// The state of `id` if the loop has been seen.
+/// The state of `id` if the loop has been seen (and not forgotten).
 pub(crate) fn existing(id: &LoopId) -> Option<SharedState> {
     states()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
+        .map
         .get(id)
-        .copied()
+        .map(|kept| Arc::clone(&kept.state))
 }
