@@ -85,6 +85,32 @@ impl Bounds {
         }
     }
 
+    /// The number of iterations of a loop Keel may run: as
+    /// [`iterations`](Self::iterations), but `None` also for `long` bounds
+    /// whose span with the step (`end − start + incr ∓ 1`) overflows a
+    /// signed 64-bit value. Such a loop is not conforming (its trip count
+    /// does not fit the loop's type), and libgomp and the compiler's code
+    /// around each chunk compute trip counts in that type, so it is left to
+    /// libgomp, whatever libgomp makes of it.
+    ///
+    /// ```
+    /// use keel_omp::Bounds;
+    ///
+    /// // for (i = INT64_MAX - 10; i > INT64_MIN + 10; i -= INT64_MAX / 4)
+    /// let b = Bounds::Long { start: i64::MAX - 10, end: i64::MIN + 10, incr: -(i64::MAX / 4) };
+    /// assert_eq!(b.iterations(), Some(8));
+    /// assert_eq!(b.runnable_iterations(), None);
+    /// let fine = Bounds::Long { start: 10, end: -5, incr: -3 };
+    /// assert_eq!(fine.runnable_iterations(), Some(5));
+    /// ```
+    pub fn runnable_iterations(&self) -> Option<u64> {
+        if let Bounds::Long { start, end, incr } = *self {
+            let towards_end = incr - incr.signum();
+            end.checked_sub(start)?.checked_add(towards_end)?;
+        }
+        self.iterations()
+    }
+
     /// The loop values `[istart, iend)` of the offsets `offsets` (within
     /// `0..iterations()`), as raw 64-bit words: `long` values as their
     /// two's complement.
@@ -219,6 +245,19 @@ mod tests {
             incr: i64::MAX,
         };
         assert_eq!(widest.iterations(), Some(3), "MIN, -1, MAX - 1");
+    }
+
+    #[test]
+    fn loops_whose_span_overflows_the_signed_type_are_not_runnable() {
+        let runnable = |start, end, incr| Bounds::Long { start, end, incr }.runnable_iterations();
+        assert_eq!(runnable(i64::MAX - 10, i64::MIN + 10, -(i64::MAX / 4)), None);
+        assert_eq!(runnable(i64::MIN, i64::MAX, i64::MAX), None);
+        assert_eq!(runnable(i64::MIN + 10, i64::MAX - 10, i64::MAX / 4), None);
+        // Spans within the type run, up to its extremes.
+        assert_eq!(runnable(i64::MIN, i64::MIN + 10, 3), Some(4));
+        assert_eq!(runnable(i64::MAX, i64::MAX - 9, -2), Some(5));
+        assert_eq!(runnable(-1, i64::MAX - 1, 1), Some(i64::MAX as u64));
+        assert_eq!(runnable(0, 5, 0), None);
     }
 
     #[test]

@@ -221,7 +221,7 @@ fn decide(
     if cancellation() {
         return (Decision::Forward, None);
     }
-    let Some(n) = call.bounds.iterations() else {
+    let Some(n) = call.bounds.runnable_iterations() else {
         return (Decision::Forward, None);
     };
     settings::with_program_schedule(|program| {
