@@ -365,19 +365,21 @@ void keel_mpi_plan_free(struct keel_mpi_plan_result *plan);
 struct keel_pool *keel_pool_new(size_t threads,
                                 enum keel_status *status);
 
-// The pool's participants, the caller included; 0 for NULL.
+// The pool's participants, the caller included; 0 for NULL or a pool
+// already freed.
 //
 // # Safety
 //
-// `pool` is NULL or a live pool.
+// `pool` is NULL or a pool from `keel_pool_new`.
 size_t keel_pool_threads(const struct keel_pool *pool);
 
-// Stops the pool's workers and frees it; NULL is ignored.
+// Stops the pool's workers and frees it; NULL is ignored, and so is a
+// pool already freed (with a warning on stderr: a double free).
 //
 // # Safety
 //
-// `pool` is NULL or a pool from `keel_pool_new`, not freed before, with
-// no loop running on it.
+// `pool` is NULL or a pool from `keel_pool_new`, with no loop running on
+// it.
 void keel_pool_free(struct keel_pool *pool);
 
 // Runs `body` over `[begin, end)` on the pool's participants, in the

@@ -38,9 +38,10 @@
 //! ```
 
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use keel_rt::loops::{LoopId, LoopRecord};
 use keel_rt::{LoopError, LoopSummary, Schedule, ThreadPool};
@@ -139,6 +140,40 @@ impl keel_pool {
 
 static NEXT_POOL: AtomicUsize = AtomicUsize::new(1);
 
+/// The addresses of the pools `keel_pool_new` made and `keel_pool_free`
+/// has not freed: a handle used after its free (or never made) is refused
+/// with an error instead of reaching a pool whose workers are gone (a region
+/// on it would wait for them forever). An address the allocator hands to a
+/// newer pool names that pool: only what no live pool holds is detected.
+fn live_pools() -> &'static RwLock<HashSet<usize>> {
+    static LIVE: OnceLock<RwLock<HashSet<usize>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+/// The pool behind `pool`, if it is live.
+///
+/// # Safety
+///
+/// `pool` is NULL or was made by `keel_pool_new` (freed or not).
+unsafe fn live<'a>(pool: *const keel_pool) -> Result<&'a keel_pool, Failure> {
+    if pool.is_null() {
+        return Err(Failure::null("pool"));
+    }
+    let known = live_pools()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&(pool as usize));
+    if !known {
+        return Err(Failure::new(
+            keel_status::KEEL_ERR_INVALID_ARGUMENT,
+            format!("{pool:p} is not a live pool (freed with keel_pool_free, or not made by keel_pool_new)"),
+        ));
+    }
+    // SAFETY: live: made by keel_pool_new and not freed; the caller frees
+    // it only when no call uses it.
+    Ok(unsafe { &*pool })
+}
+
 thread_local! {
     /// (pool, participant) for a pool's worker thread: a worker is the same
     /// participant in every region of its pool, and the Rust API's chunk
@@ -177,6 +212,10 @@ pub unsafe extern "C" fn keel_pool_new(threads: usize, status: *mut keel_status)
             uid,
             last: Mutex::new(keel_loop_stats::NONE),
         }));
+        live_pools()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(made as usize);
         Ok(())
     });
     // SAFETY: the caller's contract on `status`.
@@ -184,30 +223,46 @@ pub unsafe extern "C" fn keel_pool_new(threads: usize, status: *mut keel_status)
     made
 }
 
-/// The pool's participants, the caller included; 0 for NULL.
+/// The pool's participants, the caller included; 0 for NULL or a pool
+/// already freed.
 ///
 /// # Safety
 ///
-/// `pool` is NULL or a live pool.
+/// `pool` is NULL or a pool from `keel_pool_new`.
 #[no_mangle]
 pub unsafe extern "C" fn keel_pool_threads(pool: *const keel_pool) -> usize {
-    // SAFETY: the caller's contract.
-    unsafe { pool.as_ref() }.map_or(0, |p| p.pool.threads())
+    let mut threads = 0;
+    quietly(|| {
+        // SAFETY: the caller's contract.
+        threads = unsafe { live(pool) }.map_or(0, |p| p.pool.threads());
+    });
+    threads
 }
 
-/// Stops the pool's workers and frees it; NULL is ignored.
+/// Stops the pool's workers and frees it; NULL is ignored, and so is a
+/// pool already freed (with a warning on stderr: a double free).
 ///
 /// # Safety
 ///
-/// `pool` is NULL or a pool from `keel_pool_new`, not freed before, with
-/// no loop running on it.
+/// `pool` is NULL or a pool from `keel_pool_new`, with no loop running on
+/// it.
 #[no_mangle]
 pub unsafe extern "C" fn keel_pool_free(pool: *mut keel_pool) {
     quietly(|| {
-        if !pool.is_null() {
-            // SAFETY: made by Box::into_raw in keel_pool_new, freed once.
-            drop(unsafe { Box::from_raw(pool) });
+        if pool.is_null() {
+            return;
         }
+        let was_live = live_pools()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(pool as usize));
+        if !was_live {
+            eprintln!("keel: keel_pool_free({pool:p}): not a live pool (freed twice?); ignored");
+            return;
+        }
+        // SAFETY: made by Box::into_raw in keel_pool_new; live until now,
+        // and no longer findable by any other call.
+        drop(unsafe { Box::from_raw(pool) });
     });
 }
 
@@ -278,8 +333,8 @@ unsafe fn run(call: Call<'_>) -> Result<(), Failure> {
         ctx,
         stats,
     } = call;
-    // SAFETY: the caller's contract: NULL or live.
-    let pool = unsafe { pool.as_ref() }.ok_or_else(|| Failure::null("pool"))?;
+    // SAFETY: the caller's contract: NULL or made by keel_pool_new.
+    let pool = unsafe { live(pool) }?;
     let body = body.ok_or_else(|| Failure::null("body"))?;
     if flags & !KEEL_LOOP_RECORDED != 0 {
         return Err(Failure::new(
@@ -504,7 +559,7 @@ pub unsafe extern "C" fn keel_pool_last_stats(
 ) -> keel_status {
     guard(|| {
         // SAFETY: the caller's contract.
-        let pool = unsafe { pool.as_ref() }.ok_or_else(|| Failure::null("pool"))?;
+        let pool = unsafe { live(pool) }?;
         if out.is_null() {
             return Err(Failure::null("out"));
         }

@@ -408,3 +408,28 @@ fn hinted_loops_assign_iterations_as_the_rust_api() {
         keel_pool_free(p);
     }
 }
+
+unsafe extern "C-unwind" fn nothing(_: i64, _: i64, _: usize, _: *mut c_void) -> i32 {
+    0
+}
+
+#[test]
+fn a_freed_pool_is_refused_at_once_not_waited_on() {
+    // SAFETY: a fresh pool, used by this test alone.
+    let pool = unsafe { keel_pool_new(2, null_mut()) };
+    assert!(!pool.is_null());
+    let status = unsafe { keel_parallel_for(pool, 0, 10, null(), Some(nothing), null_mut()) };
+    assert_eq!(status, keel_status::KEEL_OK);
+    unsafe { keel_pool_free(pool) };
+    // Before the check, this loop waited forever for workers that had
+    // stopped: the test would hang rather than fail.
+    let status = unsafe { keel_parallel_for(pool, 0, 10, null(), Some(nothing), null_mut()) };
+    assert_eq!(status, keel_status::KEEL_ERR_INVALID_ARGUMENT);
+    assert!(message().contains("not a live pool"), "{}", message());
+    assert_eq!(unsafe { keel_pool_threads(pool) }, 0);
+    let mut last = std::mem::MaybeUninit::uninit();
+    let status = unsafe { keel_pool_last_stats(pool, last.as_mut_ptr()) };
+    assert_eq!(status, keel_status::KEEL_ERR_INVALID_ARGUMENT);
+    // A second free is ignored (with a warning), not a double free.
+    unsafe { keel_pool_free(pool) };
+}

@@ -250,7 +250,10 @@ mod tests {
     #[test]
     fn loops_whose_span_overflows_the_signed_type_are_not_runnable() {
         let runnable = |start, end, incr| Bounds::Long { start, end, incr }.runnable_iterations();
-        assert_eq!(runnable(i64::MAX - 10, i64::MIN + 10, -(i64::MAX / 4)), None);
+        assert_eq!(
+            runnable(i64::MAX - 10, i64::MIN + 10, -(i64::MAX / 4)),
+            None
+        );
         assert_eq!(runnable(i64::MIN, i64::MAX, i64::MAX), None);
         assert_eq!(runnable(i64::MIN + 10, i64::MAX - 10, i64::MAX / 4), None);
         // Spans within the type run, up to its extremes.
