@@ -418,18 +418,24 @@ fn a_freed_pool_is_refused_at_once_not_waited_on() {
     // SAFETY: a fresh pool, used by this test alone.
     let pool = unsafe { keel_pool_new(2, null_mut()) };
     assert!(!pool.is_null());
+    // SAFETY: a live pool and a body that touches nothing.
     let status = unsafe { keel_parallel_for(pool, 0, 10, null(), Some(nothing), null_mut()) };
     assert_eq!(status, keel_status::KEEL_OK);
+    // SAFETY: made above, no loop running.
     unsafe { keel_pool_free(pool) };
     // Before the check, this loop waited forever for workers that had
     // stopped: the test would hang rather than fail.
+    // SAFETY: a handle from keel_pool_new, which the call checks first.
     let status = unsafe { keel_parallel_for(pool, 0, 10, null(), Some(nothing), null_mut()) };
     assert_eq!(status, keel_status::KEEL_ERR_INVALID_ARGUMENT);
     assert!(message().contains("not a live pool"), "{}", message());
+    // SAFETY: as above.
     assert_eq!(unsafe { keel_pool_threads(pool) }, 0);
     let mut last = std::mem::MaybeUninit::uninit();
+    // SAFETY: as above; `last` is valid for a write.
     let status = unsafe { keel_pool_last_stats(pool, last.as_mut_ptr()) };
     assert_eq!(status, keel_status::KEEL_ERR_INVALID_ARGUMENT);
     // A second free is ignored (with a warning), not a double free.
+    // SAFETY: as above.
     unsafe { keel_pool_free(pool) };
 }
