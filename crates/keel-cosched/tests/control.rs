@@ -170,9 +170,27 @@ fn only_the_submitting_user_controls_a_job() {
             &format!("status {}", ids[0])
         )
         .1
-        .contains(" done ")),
-        "the killed job is reported done"
+        .contains(" killed ")),
+        "the killed job is reported killed"
     );
+
+    // A job whose program does not exist ended failed, and says so as the
+    // final report does.
+    let (out, reply) = ctl(&socket, 0, "submit ghost 1 pes=1 -- /nonexistent/program");
+    assert!(out.status.success(), "{reply}");
+    let ghost: u64 = reply.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || ctl(
+            &socket,
+            0,
+            &format!("status {ghost}")
+        )
+        .1
+        .contains(" failed ")),
+        "{}",
+        ctl(&socket, 0, &format!("status {ghost}")).1
+    );
+    assert!(ctl(&socket, 0, "list").1.contains(" ghost failed "));
 
     // Shutting down ends the rest and the daemon.
     let (out, reply) = ctl(&socket, 0, "shutdown");

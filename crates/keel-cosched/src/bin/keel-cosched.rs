@@ -192,10 +192,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         );
         for j in &report.jobs {
             let t = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-            let outcome = serde_json::to_value(&j.outcome)
-                .ok()
-                .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-                .unwrap_or_default();
+            let outcome = j.outcome.kind();
             let _ = writeln!(
                 out,
                 "{:>12} {:<16} {:>8} {:>8}  {:<10} {}",

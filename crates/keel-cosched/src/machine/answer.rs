@@ -101,11 +101,12 @@ impl Manager<'_> {
     }
 
     pub(super) fn describe(&self, j: &JobState) -> String {
+        // An ended job shows how it ended, as the final report does.
         let phase = match j.phase {
             Phase::Future | Phase::Queued => "waiting",
             Phase::Running => "running",
             Phase::Ending => "ending",
-            Phase::Done => "done",
+            Phase::Done => j.outcome.as_ref().map_or("stopped", JobOutcome::kind),
         };
         let pids: Vec<String> = j
             .ranks

@@ -238,6 +238,26 @@ pub enum JobOutcome {
     Stopped,
 }
 
+impl JobOutcome {
+    /// The outcome's name, as reports and `ctl status` show it.
+    ///
+    /// ```
+    /// use keel_cosched::JobOutcome;
+    /// assert_eq!(JobOutcome::Completed.kind(), "completed");
+    /// let failed = JobOutcome::Failed { rank: 0, reason: "did not start".into() };
+    /// assert_eq!(failed.kind(), "failed");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JobOutcome::Completed => "completed",
+            JobOutcome::Failed { .. } => "failed",
+            JobOutcome::Killed { .. } => "killed",
+            JobOutcome::Rejected { .. } => "rejected",
+            JobOutcome::Stopped => "stopped",
+        }
+    }
+}
+
 /// A class change FCS made.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ClassChange {
