@@ -10,6 +10,7 @@
 #endif
 #include <dlfcn.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,29 @@ static void widths(long n) {
     if (lull != top + 10) { printf("FAIL lastprivate unsigned long long\n"); failures++; }
 }
 
+/* A loop whose span with its step overflows the signed 64-bit type (not
+ * conforming): the interposer leaves it to libgomp, which alone decides
+ * what it runs, so it is forwarded, not taken. (clang counts such a loop
+ * itself, as no iteration, and never calls the runtime.) */
+#ifndef KEEL_LIBOMP
+static void overflowing_span(void) {
+    void (*counts)(unsigned long long *, unsigned long long *) =
+        (void (*)(unsigned long long *, unsigned long long *))dlsym(RTLD_DEFAULT, "keel_omp_loop_counts");
+    if (!counts) return;
+    unsigned long long taken0 = 0, forwarded0 = 0, taken1 = 0, forwarded1 = 0;
+    counts(&taken0, &forwarded0);
+    long runs = 0;
+#pragma omp parallel for schedule(runtime) reduction(+ : runs)
+    for (int64_t i = INT64_MAX - 10; i > INT64_MIN + 10; i -= INT64_MAX / 4) runs++;
+    counts(&taken1, &forwarded1);
+    if (taken1 != taken0 || forwarded1 != forwarded0 + 1) {
+        printf("FAIL overflowing span: taken %llu -> %llu, forwarded %llu -> %llu (runs %ld)\n",
+               taken0, taken1, forwarded0, forwarded1, runs);
+        failures++;
+    }
+}
+#endif
+
 int main(int argc, char **argv) {
     int short_loops = argc > 1 ? atoi(argv[1]) : 100000;
     runtime_bounds(N);
@@ -417,6 +441,9 @@ int main(int argc, char **argv) {
     widths(N);
     more_kinds(N);
     many_short_loops(short_loops);
+#ifndef KEEL_LIBOMP
+    overflowing_span();
+#endif
     unsigned long long taken = (unsigned long long)-1, forwarded = 0;
     void (*counts)(unsigned long long *, unsigned long long *) =
         (void (*)(unsigned long long *, unsigned long long *))dlsym(RTLD_DEFAULT, "keel_omp_loop_counts");
