@@ -48,7 +48,11 @@ fn build(dir: &Path) -> PathBuf {
 }
 
 fn launch(ranks: usize, exe: &Path, args: &[&str]) -> (Option<i32>, String) {
+    // The library this test was built with, first: cargo's own library
+    // path for tests may list a libkeel.so of another build (without the
+    // mpi feature) ahead of the rpath.
     let mut child = Command::new("mpiexec")
+        .env("LD_LIBRARY_PATH", library_dir())
         .arg("-n")
         .arg(ranks.to_string())
         .arg(exe)
