@@ -77,8 +77,8 @@ impl Settings {
             text.parse::<Schedule>().map_err(|err| {
                 warnings.push(format!(
                     "KEEL_SCHEDULE={} is not a schedule ({}); OpenMP loops keep the runtime's own schedule",
-                    quoted(text),
-                    clip(&err.to_string())
+                    shown(text, true),
+                    shown(&err.to_string(), false)
                 ));
             })
         });
@@ -96,7 +96,7 @@ impl Settings {
                 "runtime" => {}
                 _ => warnings.push(format!(
                     "KEEL_OMP_TAKE: {} is not a loop kind (dynamic, guided, runtime); ignored",
-                    quoted(word)
+                    shown(word, true)
                 )),
             }
         }
@@ -255,24 +255,17 @@ pub(crate) fn settings() -> &'static Settings {
 /// characters is not echoed whole.
 const SHOWN_CHARS: usize = 80;
 
-/// `text`, cut to [`SHOWN_CHARS`] characters with what was left out said.
-fn clip(text: &str) -> String {
+/// `text` cut to [`SHOWN_CHARS`] characters, what was cut said; escaped
+/// and quoted when `quote` (a value as the user gave it).
+fn shown(text: &str, quote: bool) -> String {
     let total = text.chars().count();
-    if total <= SHOWN_CHARS {
-        return text.to_string();
-    }
     let head: String = text.chars().take(SHOWN_CHARS).collect();
-    format!("{head}… ({total} characters)")
-}
-
-/// A value as a warning quotes it: escaped, and cut as by [`clip`].
-fn quoted(text: &str) -> String {
-    let total = text.chars().count();
+    let head = if quote { format!("{head:?}") } else { head };
     if total <= SHOWN_CHARS {
-        return format!("{text:?}");
+        head
+    } else {
+        format!("{head}… ({total} characters)")
     }
-    let head: String = text.chars().take(SHOWN_CHARS).collect();
-    format!("{head:?}… ({total} characters)")
 }
 
 /// The variable's value; `None` when unset or not UTF-8, the latter's name

@@ -91,22 +91,24 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Result<Str
             }
             "--quick" => parsed.quick = true,
             "-h" | "--help" => return Err(Ok(USAGE.to_string())),
-            other => {
-                let shown: String = other.chars().take(80).collect();
-                return Err(Err(format!("unknown argument {shown:?}")));
-            }
+            other => return Err(Err(format!("unknown argument {:?}", shown(other)))),
         }
     }
     if !matches!(
         parsed.config.as_str(),
         "no-lb" | "greedy" | "greedy-stealing"
     ) {
-        let shown: String = parsed.config.chars().take(80).collect();
         return Err(Err(format!(
-            "unknown configuration {shown:?} (no-lb, greedy, greedy-stealing)"
+            "unknown configuration {:?} (no-lb, greedy, greedy-stealing)",
+            shown(&parsed.config)
         )));
     }
     Ok(parsed)
+}
+
+/// At most 80 characters of an argument, for a message about it.
+fn shown(argument: &str) -> String {
+    argument.chars().take(80).collect()
 }
 
 fn main() {

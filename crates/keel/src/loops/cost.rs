@@ -76,8 +76,9 @@ pub fn dispatch_cost() -> DispatchCost {
         return *cost;
     }
     let local = *LOCAL.get_or_init(|| {
-        let local = measure_local();
-        measure_contention_in_background(local);
+        let uncontended = uncontended_claim();
+        let local = measure_local(uncontended);
+        measure_contention_in_background(local, uncontended);
         local
     });
     MEASURED.get().copied().unwrap_or(local)
@@ -95,9 +96,11 @@ pub fn dispatch_cost_settled(timeout: std::time::Duration) -> DispatchCost {
     cost
 }
 
-fn measure_local() -> DispatchCost {
+/// The cost with the claim path's own work `uncontended` and the
+/// default's contention.
+fn measure_local(uncontended: f64) -> DispatchCost {
     let per_clock_read = clock_read();
-    let per_chunk = DispatchCost::default().per_chunk + uncontended_claim();
+    let per_chunk = DispatchCost::default().per_chunk + uncontended;
     let per_measured_instance = 2.0 * per_clock_read * 2.0 + 2.0 * selector_step();
     DispatchCost {
         per_chunk,
@@ -106,10 +109,10 @@ fn measure_local() -> DispatchCost {
     }
 }
 
-/// Measures the contended claim on a thread of its own and publishes the
-/// full cost; a thread that cannot start leaves the local figures.
-fn measure_contention_in_background(local: DispatchCost) {
-    let uncontended = local.per_chunk - DispatchCost::default().per_chunk;
+/// Measures the contended claim on a thread of its own and publishes
+/// `local` with it in place of the default's; a thread that cannot start
+/// leaves the local figures.
+fn measure_contention_in_background(local: DispatchCost, uncontended: f64) {
     let spawned = std::thread::Builder::new()
         .name("keel-dispatch-cost".into())
         .spawn(move || {
