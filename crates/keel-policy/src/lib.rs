@@ -52,6 +52,7 @@ pub mod dls;
 pub mod error;
 pub mod expose;
 pub mod farm;
+pub mod invoke;
 pub mod mapping;
 pub mod metrics;
 pub mod registry;

@@ -83,6 +83,7 @@ pub const FLUSH_EVERY: usize = 1 << 14;
 const FARM_TID: u64 = 10_000;
 const EMITTER_TID: u64 = 19_999;
 const PU_TID: u64 = 20_000;
+const BALANCER_TID: u64 = 29_999;
 
 /// How often [`finish`] tries for the file's lock before it gives up and
 /// leaves the file open (a writer that never lets go, at exit).
@@ -143,6 +144,8 @@ pub(crate) enum Track {
     FarmWorker(usize),
     FarmEmitter,
     Pu(usize),
+    /// The objects runtime's decisions whether to remap.
+    Balancer,
 }
 
 impl Track {
@@ -152,6 +155,7 @@ impl Track {
             Track::FarmWorker(i) => FARM_TID + i as u64,
             Track::FarmEmitter => EMITTER_TID,
             Track::Pu(i) => PU_TID + i as u64,
+            Track::Balancer => BALANCER_TID,
         }
     }
 
@@ -161,6 +165,7 @@ impl Track {
             Track::FarmWorker(i) => format!("farm worker {i}"),
             Track::FarmEmitter => "farm emitter/collector".to_string(),
             Track::Pu(i) => format!("objects PU {i}"),
+            Track::Balancer => "objects balancer".to_string(),
         }
     }
 }
@@ -196,6 +201,8 @@ enum Args<'a> {
     },
     /// A farm or objects span: its own fields.
     Span(What),
+    /// Whether the objects runtime remapped after a step, and why.
+    Decision { step: u64, reason: &'a str },
 }
 
 pub(crate) struct Tracer {
@@ -446,6 +453,38 @@ impl Tracer {
                 )?;
             }
             Ok(())
+        });
+    }
+
+    /// Appends the objects runtime's decision after step `step`: a
+    /// `balance` span over the remap's `remap_s` seconds, ending now, or a
+    /// `skip` instant; `reason` says why.
+    pub(crate) fn write_decision(&self, step: usize, remap_s: Option<f64>, reason: &str) {
+        let now = self.micros(Instant::now());
+        self.write_with(Track::Balancer, |tracer, out| {
+            let (name, ph, ts, dur) = match remap_s {
+                Some(s) => {
+                    let dur = (s * 1e6 * 1e3).round() / 1e3;
+                    ("balance", "X", (now - dur).max(0.0), Some(dur))
+                }
+                None => ("skip", "i", now, None),
+            };
+            tracer.event(
+                out,
+                &Event {
+                    name,
+                    cat: "balancer",
+                    ph,
+                    ts: Some(ts),
+                    dur,
+                    pid: tracer.pid,
+                    tid: BALANCER_TID,
+                    args: Args::Decision {
+                        step: step as u64,
+                        reason,
+                    },
+                },
+            )
         });
     }
 

@@ -4,6 +4,7 @@
 use crossbeam_utils::CachePadded;
 use std::sync::Mutex;
 
+use keel_policy::invoke::{Invocation, Trigger};
 use keel_policy::mapping;
 use keel_policy::{Concept, ContextHandler, Model, Origin, Subject};
 
@@ -19,7 +20,9 @@ use crate::tasks::Tasks;
 pub struct ObjectsBuilder {
     policy: Option<String>,
     initial: Option<String>,
-    period: Option<usize>,
+    invocation: Option<Invocation>,
+    /// `period(0)` was asked for: refused at build.
+    zero_period: bool,
     stealing: Option<String>,
     migratable: Option<Vec<bool>>,
     available: Option<Vec<bool>>,
@@ -42,9 +45,37 @@ impl ObjectsBuilder {
         self
     }
 
-    /// Remap after every `steps` steps (≥ 1). Unset: only on request.
+    /// Remap after every `steps` steps (≥ 1): `invocation(Periodic)`.
+    /// Unset: [`Invocation::Adaptive`], remaps when they pay.
     pub fn period(mut self, steps: usize) -> Self {
-        self.period = Some(steps);
+        self.invocation = Invocation::every(steps);
+        self.zero_period = steps == 0;
+        self
+    }
+
+    /// When to remap (default [`Invocation::Adaptive`]: when the loss to
+    /// imbalance since the last remap pays for another, see
+    /// [`keel_policy::invoke`]; [`Invocation::Never`]: only on request).
+    ///
+    /// ```
+    /// use keel::objects::{Object, Objects, StepContext};
+    /// use keel_policy::invoke::Invocation;
+    /// struct Idle;
+    /// impl Object for Idle {
+    ///     fn step(&mut self, _: &StepContext<'_>) {}
+    /// }
+    /// let pool = keel::ThreadPool::builder().threads(2).build().unwrap();
+    /// let mut run = Objects::builder()
+    ///     .invocation(Invocation::Never)
+    ///     .build(&pool, (0..4).map(|_| Idle).collect())
+    ///     .unwrap();
+    /// let report = run.run(5).unwrap();
+    /// assert!(report.rebalances.is_empty());
+    /// assert_eq!(run.invocation(), Invocation::Never);
+    /// ```
+    pub fn invocation(mut self, invocation: Invocation) -> Self {
+        self.invocation = Some(invocation);
+        self.zero_period = false;
         self
     }
 
@@ -145,7 +176,7 @@ impl ObjectsBuilder {
     ) -> Result<Objects<'_, T>, ObjectsError> {
         let pus = pool.threads();
         let n = objects.len();
-        if self.period == Some(0) {
+        if self.zero_period {
             return Err(ObjectsError::ZeroPeriod);
         }
         let check = |what, v: &Option<Vec<bool>>, expected, unit| match v {
@@ -266,7 +297,11 @@ impl ObjectsBuilder {
             speeds: self.speeds,
             policy_spec: policy.spec().to_string(),
             policy,
-            period: self.period,
+            trigger: Trigger::new(
+                self.invocation.unwrap_or_default(),
+                super::initial_cost_estimate(n),
+            ),
+            previous_loads: None,
             stealing_spec: tasks.expose().spec(),
             tasks,
             step: self.first_step,

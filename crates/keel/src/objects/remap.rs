@@ -151,6 +151,9 @@ impl<T: Object> Objects<'_, T> {
         self.placement = placement;
         self.pu_background.iter_mut().for_each(|b| *b = 0.0);
         let migration_s = moved.elapsed().as_secs_f64();
+        let total_s = began.elapsed().as_secs_f64();
+        self.trigger.balanced(total_s);
+        self.previous_loads = None;
         Ok(Rebalance {
             step: self.step,
             policy: spec,
@@ -159,7 +162,8 @@ impl<T: Object> Objects<'_, T> {
             lambda_after,
             decision_s,
             migration_s,
-            total_s: began.elapsed().as_secs_f64(),
+            total_s,
+            reason: super::REQUESTED.to_string(),
         })
     }
 }

@@ -1,5 +1,6 @@
 //! What stepping and remapping objects measured (seconds, monotonic clock).
 
+use keel_policy::invoke::Verdict;
 use serde::Serialize;
 
 use crate::tasks::WorkerStats;
@@ -23,6 +24,9 @@ pub struct Rebalance {
     pub migration_s: f64,
     /// Seconds for the whole remap (gathering, decision, checks, moves).
     pub total_s: f64,
+    /// Why it ran: the invocation's reason, or
+    /// [`REQUESTED`](super::REQUESTED).
+    pub reason: String,
 }
 
 /// One step.
@@ -37,6 +41,8 @@ pub struct StepReport {
     /// Each PU's busy time: its objects' steps, less the time their owners
     /// only waited for thieves, plus the stolen chunks it ran.
     pub pu_busy_s: Vec<f64>,
+    /// What the invocation decided after the step, and why.
+    pub decision: Verdict,
     /// The remap that followed the step, if any.
     pub rebalance: Option<Rebalance>,
 }
