@@ -2,8 +2,11 @@
 //! balancing (§3) across ranks. Each rank runs its share of the objects on
 //! Keel's objects runtime over its own thread pool — a registry policy
 //! remapping them among the rank's PUs every `local_period` steps, idle
-//! workers stealing potential tasks inside every step — and every
-//! `period` steps the ranks balance coarsely among themselves: each rank
+//! workers stealing potential tasks inside every step — and when the
+//! loss to imbalance between ranks pays for it (the adaptive invocation of
+//! [`keel_policy::invoke`], fed every step's rank times, the same on every
+//! rank; or every `period` steps) the ranks balance coarsely among
+//! themselves: each rank
 //! offers its objects' measured loads, its background and its PU count to
 //! [`plan`](crate::plan) (ranks as PUs, [`DEFAULT_RANK_POLICY`] unless told),
 //! and the objects that change rank travel with their state (serde,
@@ -20,6 +23,7 @@ use std::time::Instant;
 
 use keel::objects::{Object, Objects, ObjectsBuilder};
 use keel::ThreadPool;
+use keel_policy::invoke::{Invocation, LoadSummary, Trigger, Verdict};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
@@ -32,6 +36,20 @@ use crate::plan::{plan, LocalObject, PlanError, PlanMetrics, PlanRequest};
 /// (balance, but keep objects where they are when that costs little:
 /// a move across ranks costs a message).
 pub const DEFAULT_RANK_POLICY: &str = "greedy-refine";
+
+/// What the adaptive invocation expects a balancing step across ranks to
+/// cost before one has been measured: a fixed part (the collectives'
+/// latency, rebuilding each rank's runtime) and a part per object (its
+/// record gathered, the decision, its state moved). Measured here: 32
+/// objects on 2 ranks balance in 0.4–0.8 ms.
+pub const INITIAL_RANK_COST_S: f64 = 1e-3;
+
+/// See [`INITIAL_RANK_COST_S`].
+pub const INITIAL_RANK_COST_PER_OBJECT_S: f64 = 5e-6;
+
+/// A [`RankRebalance`]'s reason when the program called
+/// [`DistributedObjects::rebalance`].
+pub const REQUESTED: &str = "requested by the program";
 
 /// Why a distributed run stopped: the same on every rank.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -66,7 +84,9 @@ pub enum DistributedError {
 #[derive(Clone, Debug, Default)]
 pub struct DistributedBuilder {
     rank_policy: Option<String>,
-    period: Option<usize>,
+    invocation: Option<Invocation>,
+    /// `period(0)` was asked for: refused at build.
+    zero_period: bool,
     local_policy: Option<String>,
     local_period: Option<usize>,
     stealing: Option<String>,
@@ -79,10 +99,21 @@ impl DistributedBuilder {
         self
     }
 
-    /// Balance across ranks after every `steps` steps (≥ 1; unset: only
-    /// on [`DistributedObjects::rebalance`]).
+    /// Balance across ranks after every `steps` steps (≥ 1):
+    /// `invocation(Periodic)`. Unset: [`Invocation::Adaptive`].
     pub fn period(mut self, steps: usize) -> Self {
-        self.period = Some(steps);
+        self.invocation = Invocation::every(steps);
+        self.zero_period = steps == 0;
+        self
+    }
+
+    /// When to balance across ranks (default [`Invocation::Adaptive`]:
+    /// when the loss to imbalance between ranks since the last balance pays
+    /// for another; [`Invocation::Never`]: only on
+    /// [`DistributedObjects::rebalance`]). Every rank must pass the same.
+    pub fn invocation(mut self, invocation: Invocation) -> Self {
+        self.invocation = Some(invocation);
+        self.zero_period = false;
         self
     }
 
@@ -117,6 +148,7 @@ impl DistributedBuilder {
         // The local period is kept here, not by the runtime: a remap
         // clears the load database, which a rank-level balancing due the
         // same step must read first.
+        b = b.invocation(Invocation::Never);
         if let Some(spec) = &self.stealing {
             b = b.stealing(spec.clone());
         }
@@ -144,8 +176,8 @@ impl DistributedBuilder {
             .build::<T>(pool, Vec::new())
             .map(|_| ())
             .map_err(|e| e.to_string())
-            .and_then(|()| match (self.period, self.local_period) {
-                (Some(0), _) => Err("a rank-level period of 0 steps".to_string()),
+            .and_then(|()| match (self.zero_period, self.local_period) {
+                (true, _) => Err("a rank-level period of 0 steps".to_string()),
                 (_, Some(0)) => Err("a local period of 0 steps".to_string()),
                 _ => Ok(()),
             });
@@ -165,6 +197,7 @@ impl DistributedBuilder {
             Ok(all) => all,
             Err(e) => return failed(e.into(), objects),
         };
+        let total_objects: usize = all.iter().map(|ids| ids.len() / 8).sum();
         let mut owner = std::collections::HashMap::new();
         for (rank, ids) in all.iter().enumerate() {
             for id in ids.chunks_exact(8) {
@@ -186,6 +219,10 @@ impl DistributedBuilder {
             .local(vec![0.0; ids.len()])
             .build(pool, objects)
             .expect("the configuration was checked on this pool");
+        let trigger = Trigger::new(
+            self.invocation.unwrap_or_default(),
+            INITIAL_RANK_COST_S + INITIAL_RANK_COST_PER_OBJECT_S * total_objects as f64,
+        );
         Ok(DistributedObjects {
             comm,
             pool,
@@ -193,6 +230,8 @@ impl DistributedBuilder {
             ids,
             local: Some(local),
             steps_done: 0,
+            trigger,
+            previous_seconds: None,
         })
     }
 }
@@ -215,6 +254,9 @@ pub struct DistributedStep {
     pub rank_seconds: Vec<f64>,
     /// The job's: the slowest rank's.
     pub seconds: f64,
+    /// What the rank-level invocation decided after the step, and why (the
+    /// same on every rank).
+    pub decision: Verdict,
     /// The rank-level balancing after the step, if there was one.
     pub rebalance: Option<RankRebalance>,
 }
@@ -237,6 +279,12 @@ pub struct RankRebalance {
     pub decide_seconds: f64,
     /// See `decide_seconds`.
     pub migrate_seconds: f64,
+    /// The slowest rank's `decide_seconds + migrate_seconds`: what the
+    /// invocation expects the next balancing to cost (the same on every
+    /// rank).
+    pub cost_seconds: f64,
+    /// Why it ran: the invocation's reason, or [`REQUESTED`].
+    pub reason: String,
 }
 
 /// A run of distributed objects on this rank.
@@ -249,6 +297,10 @@ pub struct DistributedObjects<'a, C: ?Sized, T> {
     /// Always present between calls.
     local: Option<Objects<'a, T>>,
     steps_done: usize,
+    /// When to balance across ranks.
+    trigger: Trigger,
+    /// Every rank's time in the last step, unless a balance followed it.
+    previous_seconds: Option<Vec<f64>>,
 }
 
 impl<C: ?Sized, T> std::fmt::Debug for DistributedObjects<'_, C, T> {
@@ -256,6 +308,7 @@ impl<C: ?Sized, T> std::fmt::Debug for DistributedObjects<'_, C, T> {
         f.debug_struct("DistributedObjects")
             .field("objects", &self.ids.len())
             .field("steps_done", &self.steps_done)
+            .field("invocation", &self.trigger.invocation())
             .finish()
     }
 }
@@ -282,6 +335,11 @@ where
         self.steps_done
     }
 
+    /// When the run balances across ranks.
+    pub fn invocation(&self) -> Invocation {
+        self.trigger.invocation()
+    }
+
     fn local(&mut self) -> &mut Objects<'a, T> {
         self.local.as_mut().expect("present between calls")
     }
@@ -301,16 +359,20 @@ where
     /// Runs `steps` steps, balancing as the periods say except after the
     /// last (a collective call).
     pub fn run(&mut self, steps: usize) -> Result<Vec<DistributedStep>, DistributedError> {
-        (0..steps).map(|i| self.step_then(i + 1 < steps)).collect()
+        (0..steps)
+            .map(|i| self.step_then(Some(steps - i - 1)))
+            .collect()
     }
 
-    /// One step on every rank, then the rank-level balancing if the period
-    /// says so (a collective call).
+    /// One step on every rank, then the rank-level balancing if the
+    /// invocation says so (a collective call).
     pub fn step(&mut self) -> Result<DistributedStep, DistributedError> {
-        self.step_then(true)
+        self.step_then(None)
     }
 
-    fn step_then(&mut self, may_balance: bool) -> Result<DistributedStep, DistributedError> {
+    /// One step; `remaining` is the number of steps still to run after it
+    /// when known (then none balances after the last).
+    fn step_then(&mut self, remaining: Option<usize>) -> Result<DistributedStep, DistributedError> {
         let began = Instant::now();
         let ran = self.local().step().map(|_| ()).map_err(|e| e.to_string());
         let seconds = began.elapsed().as_secs_f64();
@@ -321,13 +383,24 @@ where
         let step = self.steps_done;
         self.steps_done += 1;
         let done = self.steps_done;
-        let due =
-            |period: Option<usize>| may_balance && period.is_some_and(|p| done.is_multiple_of(p));
-        let rebalance = if due(self.config.period) {
+        let may_balance = remaining != Some(0);
+        // Every rank reads the same gathered times, steps and costs, so
+        // every rank's trigger decides alike.
+        let summary = LoadSummary::of(&rank_seconds, self.previous_seconds.as_deref());
+        let decision = self.trigger.after_step(done, &summary, remaining);
+        self.previous_seconds = Some(rank_seconds.clone());
+        let local_due = may_balance
+            && self
+                .config
+                .local_period
+                .is_some_and(|p| done.is_multiple_of(p));
+        let rebalance = if may_balance && decision.balance {
             // Re-places the rank's objects among its PUs too.
-            Some(self.rebalance()?)
+            let mut r = self.rebalance()?;
+            r.reason = decision.reason.to_string();
+            Some(r)
         } else {
-            if due(self.config.local_period) {
+            if local_due {
                 let remapped = self
                     .local()
                     .rebalance()
@@ -343,6 +416,7 @@ where
             step,
             seconds: rank_seconds.iter().copied().fold(0.0, f64::max),
             rank_seconds,
+            decision,
             rebalance,
         })
     }
@@ -459,6 +533,15 @@ where
         // the rest (a rank whose objects did not change is rebuilt too:
         // its runtime was taken apart to pack the exports).
         self.rebuild(kept, kept_loads);
+        let migrate_seconds = began.elapsed().as_secs_f64();
+        // The job waited for the slowest rank: its cost is the next
+        // balance's expectation, on every rank alike.
+        let cost_seconds = match agree(self.comm, Ok(decide_seconds + migrate_seconds))? {
+            Ok(all) => all.into_iter().fold(0.0, f64::max),
+            Err((rank, reason)) => return Err(DistributedError::Rank { rank, reason }),
+        };
+        self.trigger.balanced(cost_seconds);
+        self.previous_seconds = None;
         Ok(RankRebalance {
             after_step: self.steps_done,
             metrics: decided.metrics,
@@ -466,7 +549,9 @@ where
             imported,
             bytes_sent,
             decide_seconds,
-            migrate_seconds: began.elapsed().as_secs_f64(),
+            migrate_seconds,
+            cost_seconds,
+            reason: REQUESTED.to_string(),
         })
     }
 

@@ -9,6 +9,9 @@
 //! | name | objects | load |
 //! |---|---|---|
 //! | [`lassen`](LassenLike) | a 2-D grid of domains, 16 per PU (8 × 4 for 2 PUs), block-mapped | 50 µs base per step, plus 2 ms over the cells while a circular front from corner (0, 0), crossing the grid in 300 steps, is within one domain |
+//! | [`persistent`](HotBand) | the same grid | 50 µs base, plus 2 ms for the domains of a band of a quarter of the rows that stays on the first rows |
+//! | [`drift`](HotBand) | the same grid | the band slides down half the grid over the run |
+//! | [`phase`](HotBand) | the same grid | the band on the first rows for half the run, then on the last |
 //! | [`lb-test`](LbTestObjects) | a ring or a 2-D mesh | `min + (max − min)·U⁴` µs in [10 µs, 3 ms], re-drawn half-way between balancing steps (every 40) |
 //! | [`stencil`](Stencil) | 16 sub-matrices (the paper's Fig. 2) | balanced: every object the same rows of work |
 //!
@@ -24,10 +27,12 @@
 //! assert_eq!(units_for_us(2.0), 600);
 //! ```
 
+mod band;
 mod lassen;
 mod lb_test;
 mod stencil;
 
+pub use band::{HotBand, Motion};
 pub use lassen::LassenLike;
 pub use lb_test::{LbTestObjects, Topology};
 pub use stencil::Stencil;
@@ -89,7 +94,20 @@ pub trait ObjectWorkload: Send + Sync {
 }
 
 /// The object workloads' names.
-pub const NAMES: [&str; 3] = ["lassen", "lb-test", "stencil"];
+pub const NAMES: [&str; 6] = [
+    "lassen",
+    "persistent",
+    "drift",
+    "phase",
+    "lb-test",
+    "stencil",
+];
+
+/// The workloads whose balancing should and should not pay, for the
+/// invocation benches: a heavy region that stays, one that drifts slowly,
+/// one that jumps once, and `lassen`'s front that crosses the grid in the
+/// run.
+pub const INVOCATION_WORKLOADS: [&str; 4] = ["persistent", "drift", "phase", "lassen"];
 
 /// Builds an object workload from its spec, e.g. `lassen:pus=2`,
 /// `lb-test:topology=mesh`, `stencil:pus=2,scale=0.1`.
@@ -97,6 +115,9 @@ pub fn object_workload(spec: &str) -> Result<Box<dyn ObjectWorkload>, WorkloadEr
     let spec = Spec::parse(spec)?;
     match spec.name.as_str() {
         "lassen" => Ok(Box::new(LassenLike::from_spec(&spec)?)),
+        "persistent" => Ok(Box::new(HotBand::from_spec(Motion::Persistent, &spec)?)),
+        "drift" => Ok(Box::new(HotBand::from_spec(Motion::Drift, &spec)?)),
+        "phase" => Ok(Box::new(HotBand::from_spec(Motion::Phase, &spec)?)),
         "lb-test" => Ok(Box::new(LbTestObjects::from_spec(&spec)?)),
         "stencil" => Ok(Box::new(Stencil::from_spec(&spec)?)),
         other => Err(WorkloadError::UnknownWorkload {
