@@ -1,6 +1,8 @@
 //! `keel mpi bench`: the Charm++ + OpenMP paper's Table 1 across MPI ranks
-//! — the Lassen-like proxy as distributed objects under No LB, Greedy and
-//! Greedy + stealing, on 1, 2 and 4 ranks — each run an MPI job of
+//! — object workloads (the Lassen-like proxy's fast front; hot bands that
+//! stay, drift or jump) as distributed objects under No LB, Greedy and
+//! Greedy + stealing balancing when it pays, and Greedy every 50 steps, on
+//! 1, 2 and 4 ranks — each run an MPI job of
 //! `keel-mpi-bench` (built with `cargo build --release -p keel-mpi
 //! --features mpi`, found beside this executable), launched with
 //! `mpiexec` (docs/mpi.md).
@@ -26,15 +28,21 @@ pub struct MpiArgs {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum MpiCommand {
-    /// The Lassen-like proxy as distributed objects under No LB, Greedy
-    /// and Greedy + stealing on several rank counts (`mpiexec -n R`),
-    /// configurations rotated round by round.
+    /// Object workloads as distributed objects under No LB, Greedy and
+    /// Greedy + stealing (balancing when it pays) and Greedy every 50
+    /// steps, on several rank counts (`mpiexec -n R`), configurations
+    /// rotated round by round.
     Bench(MpiBenchArgs),
 }
 
 /// `keel mpi bench`.
 #[derive(Debug, Args)]
 pub struct MpiBenchArgs {
+    /// Workloads, comma-separated: `persistent` (a heavy region that
+    /// stays), `drift` (one that drifts slowly), `phase` (one that jumps
+    /// half-way), `lassen` (a front crossing the grid in the run).
+    #[arg(long = "workload", value_delimiter = ',', default_value = "lassen")]
+    pub workloads: Vec<String>,
     /// Rank counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
     pub ranks: Vec<usize>,
@@ -82,6 +90,7 @@ pub fn run(args: &MpiBenchArgs, out: &mut dyn Write) -> Result<(), CliError> {
         None => beside_executable()?,
     };
     let config = MpiBenchConfig {
+        workloads: args.workloads.clone(),
         ranks: args.ranks.clone(),
         threads: args.threads,
         reps: if args.quick { 1 } else { args.reps },
@@ -126,13 +135,14 @@ fn write_table(report: &MpiBenchReport, out: &mut dyn Write) -> Result<(), CliEr
     let first = &report.rows[0].median;
     writeln!(
         out,
-        "keel mpi bench: Lassen-like proxy ({} steps), median of {} round{}, {} CPUs here",
+        "keel mpi bench: {} steps, median of {} round{}, {} CPUs here",
         first.steps,
         report.reps,
         if report.reps == 1 { "" } else { "s" },
         report.cpus
     )?;
     let mut rows = vec![[
+        "workload".to_string(),
         "ranks × threads".to_string(),
         "configuration".into(),
         "total".into(),
@@ -140,10 +150,12 @@ fn write_table(report: &MpiBenchReport, out: &mut dyn Write) -> Result<(), CliEr
         "λ ranks".into(),
         "balancing".into(),
         "moved".into(),
+        "balances".into(),
     ]];
     for r in &report.rows {
         let m = &r.median;
         rows.push([
+            r.workload.clone(),
             format!(
                 "{} × {}{}",
                 r.ranks,
@@ -156,6 +168,7 @@ fn write_table(report: &MpiBenchReport, out: &mut dyn Write) -> Result<(), CliEr
             format!("{:.3}", m.lambda_ranks),
             duration(m.decide_s + m.migrate_s),
             m.migrations.to_string(),
+            m.rebalances.to_string(),
         ]);
     }
     for line in align(&rows) {

@@ -1,6 +1,8 @@
-//! `keel mpi bench`'s driver: the Lassen-like proxy as distributed objects
-//! under No LB, Greedy and Greedy + stealing, on each rank count, each
-//! run a separate MPI job (`mpiexec -n R keel-mpi-bench --config C`),
+//! `keel mpi bench`'s driver: object workloads (the Lassen-like proxy's
+//! fast front, and hot bands that stay, drift or jump) as distributed
+//! objects under No LB, Greedy and Greedy + stealing (balancing when it
+//! pays) and Greedy every 50 steps, on each rank count, each run a
+//! separate MPI job (`mpiexec -n R keel-mpi-bench --config C --workload W`),
 //! configurations rotated round by round so that a machine phase does not
 //! favour one. Every configuration must end with the same job-wide
 //! checksum of the domains' work (no object lost or run twice).
@@ -15,12 +17,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The configurations, in the paper's Table 1 order.
-pub const CONFIGS: [&str; 3] = ["no-lb", "greedy", "greedy-stealing"];
+/// The configurations, in the paper's Table 1 order (balancing when it
+/// pays), then its fixed period.
+pub const CONFIGS: [&str; 4] = ["no-lb", "greedy", "greedy-stealing", "greedy-periodic"];
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MpiBenchConfig {
+    /// Workloads (each one of `keel_workloads::objects::INVOCATION_WORKLOADS`).
+    pub workloads: Vec<String>,
     /// Rank counts (each ≥ 1).
     pub ranks: Vec<usize>,
     /// Worker threads per rank (≥ 1).
@@ -73,6 +78,8 @@ pub struct MpiRun {
 /// One configuration on one rank count, over the rounds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MpiBenchRow {
+    /// The workload's name.
+    pub workload: String,
     /// The configuration.
     pub config: String,
     /// Ranks.
@@ -114,8 +121,10 @@ pub enum MpiBenchError {
         reason: String,
     },
     /// Configurations disagree on the work done.
-    #[error("on {ranks} ranks, {config} ends with checksum {got} where no-lb ends with {want}: an object was lost or stepped twice")]
+    #[error("{workload} on {ranks} ranks: {config} ends with checksum {got} where no-lb ends with {want}: an object was lost or stepped twice")]
     Checksum {
+        /// The workload.
+        workload: String,
         /// Ranks.
         ranks: usize,
         /// The configuration.
@@ -146,62 +155,81 @@ pub fn run(
             "threads per rank from 1 to 1024, rounds from 1 to 1000".into(),
         ));
     }
+    let valid = keel_workloads::objects::INVOCATION_WORKLOADS;
+    if config.workloads.is_empty() || config.workloads.iter().any(|w| !valid.contains(&w.as_str())) {
+        return Err(MpiBenchError::Config(format!(
+            "workloads {:?}: give some of {}",
+            config.workloads,
+            valid.join(", ")
+        )));
+    }
     if !config.program.is_file() {
         return Err(MpiBenchError::Config(format!(
             "{} is not there (build it with `cargo build --release -p keel-mpi --features mpi`)",
             config.program.display()
         )));
     }
-    // runs[ranks index][config index][round]
-    let mut runs = vec![vec![Vec::with_capacity(config.reps); CONFIGS.len()]; config.ranks.len()];
+    // runs[workload][ranks index][config index][round]
+    let mut runs =
+        vec![
+            vec![vec![Vec::with_capacity(config.reps); CONFIGS.len()]; config.ranks.len()];
+            config.workloads.len()
+        ];
     for round in 0..config.reps {
-        for (ri, &ranks) in config.ranks.iter().enumerate() {
-            for k in 0..CONFIGS.len() {
-                let ci = (k + round) % CONFIGS.len();
-                progress(&format!(
-                    "round {}/{}: {} ranks × {} threads, {}",
-                    round + 1,
-                    config.reps,
-                    ranks,
-                    config.threads,
-                    CONFIGS[ci]
-                ));
-                runs[ri][ci].push(one_run(config, ranks, CONFIGS[ci])?);
+        for (wi, workload) in config.workloads.iter().enumerate() {
+            for (ri, &ranks) in config.ranks.iter().enumerate() {
+                for k in 0..CONFIGS.len() {
+                    let ci = (k + round) % CONFIGS.len();
+                    progress(&format!(
+                        "round {}/{}: {workload}, {} ranks × {} threads, {}",
+                        round + 1,
+                        config.reps,
+                        ranks,
+                        config.threads,
+                        CONFIGS[ci]
+                    ));
+                    runs[wi][ri][ci].push(one_run(config, workload, ranks, CONFIGS[ci])?);
+                }
             }
         }
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rows = Vec::new();
-    for (ri, &ranks) in config.ranks.iter().enumerate() {
-        let no_lb = &runs[ri][0];
-        for (ci, name) in CONFIGS.iter().enumerate() {
-            let these = &runs[ri][ci];
-            for (got, want) in these.iter().zip(no_lb) {
-                if (got.checksum - want.checksum).abs() > 1e-9 * want.checksum.abs().max(1.0) {
-                    return Err(MpiBenchError::Checksum {
-                        ranks,
-                        config: name.to_string(),
-                        got: got.checksum,
-                        want: want.checksum,
-                    });
+    for (wi, workload) in config.workloads.iter().enumerate() {
+        for (ri, &ranks) in config.ranks.iter().enumerate() {
+            let no_lb = &runs[wi][ri][0];
+            for (ci, name) in CONFIGS.iter().enumerate() {
+                let these = &runs[wi][ri][ci];
+                for (got, want) in these.iter().zip(no_lb) {
+                    if (got.checksum - want.checksum).abs() > 1e-9 * want.checksum.abs().max(1.0)
+                    {
+                        return Err(MpiBenchError::Checksum {
+                            workload: workload.clone(),
+                            ranks,
+                            config: name.to_string(),
+                            got: got.checksum,
+                            want: want.checksum,
+                        });
+                    }
                 }
+                let mut order: Vec<&MpiRun> = these.iter().collect();
+                order.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
+                let mut ratios: Vec<f64> = these
+                    .iter()
+                    .zip(no_lb)
+                    .map(|(r, base)| r.total_s / base.total_s)
+                    .collect();
+                ratios.sort_by(f64::total_cmp);
+                rows.push(MpiBenchRow {
+                    workload: workload.clone(),
+                    config: name.to_string(),
+                    ranks,
+                    threads: config.threads,
+                    oversubscribed: ranks * config.threads > cpus,
+                    median: order[order.len() / 2].clone(),
+                    vs_no_lb: ratios[ratios.len() / 2],
+                });
             }
-            let mut order: Vec<&MpiRun> = these.iter().collect();
-            order.sort_by(|a, b| a.total_s.total_cmp(&b.total_s));
-            let mut ratios: Vec<f64> = these
-                .iter()
-                .zip(no_lb)
-                .map(|(r, base)| r.total_s / base.total_s)
-                .collect();
-            ratios.sort_by(f64::total_cmp);
-            rows.push(MpiBenchRow {
-                config: name.to_string(),
-                ranks,
-                threads: config.threads,
-                oversubscribed: ranks * config.threads > cpus,
-                median: order[order.len() / 2].clone(),
-                vs_no_lb: ratios[ratios.len() / 2],
-            });
         }
     }
     Ok(MpiBenchReport {
@@ -212,13 +240,19 @@ pub fn run(
 }
 
 /// One MPI job.
-fn one_run(config: &MpiBenchConfig, ranks: usize, name: &str) -> Result<MpiRun, MpiBenchError> {
+fn one_run(
+    config: &MpiBenchConfig,
+    workload: &str,
+    ranks: usize,
+    name: &str,
+) -> Result<MpiRun, MpiBenchError> {
     let mut command = Command::new(&config.launcher);
     command
         .arg("-n")
         .arg(ranks.to_string())
         .arg(&config.program)
-        .args(["--config", name, "--threads", &config.threads.to_string()]);
+        .args(["--config", name, "--threads", &config.threads.to_string()])
+        .args(["--workload", workload]);
     if config.quick {
         command.arg("--quick");
     }

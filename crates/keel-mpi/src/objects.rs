@@ -88,7 +88,9 @@ pub struct DistributedBuilder {
     /// `period(0)` was asked for: refused at build.
     zero_period: bool,
     local_policy: Option<String>,
-    local_period: Option<usize>,
+    local_invocation: Option<Invocation>,
+    /// `local_period(0)` was asked for: refused at build.
+    zero_local_period: bool,
     stealing: Option<String>,
 }
 
@@ -124,9 +126,21 @@ impl DistributedBuilder {
         self
     }
 
-    /// Remap among a rank's PUs after every `steps` steps.
+    /// Remap among a rank's PUs after every `steps` steps (≥ 1):
+    /// `local_invocation(Periodic)`.
     pub fn local_period(mut self, steps: usize) -> Self {
-        self.local_period = Some(steps);
+        self.local_invocation = Invocation::every(steps);
+        self.zero_local_period = steps == 0;
+        self
+    }
+
+    /// When to remap among a rank's PUs between balancing steps across
+    /// ranks (which re-place every rank's objects anyway): default
+    /// [`Invocation::Never`]; [`Invocation::Adaptive`] decides on each
+    /// rank from its PUs' loads, so ranks remap at different steps.
+    pub fn local_invocation(mut self, invocation: Invocation) -> Self {
+        self.local_invocation = Some(invocation);
+        self.zero_local_period = false;
         self
     }
 
@@ -176,9 +190,9 @@ impl DistributedBuilder {
             .build::<T>(pool, Vec::new())
             .map(|_| ())
             .map_err(|e| e.to_string())
-            .and_then(|()| match (self.zero_period, self.local_period) {
+            .and_then(|()| match (self.zero_period, self.zero_local_period) {
                 (true, _) => Err("a rank-level period of 0 steps".to_string()),
-                (_, Some(0)) => Err("a local period of 0 steps".to_string()),
+                (_, true) => Err("a local period of 0 steps".to_string()),
                 _ => Ok(()),
             });
         let failed = |error: DistributedError, objects| Err(Box::new(Refused { error, objects }));
@@ -223,6 +237,11 @@ impl DistributedBuilder {
             self.invocation.unwrap_or_default(),
             INITIAL_RANK_COST_S + INITIAL_RANK_COST_PER_OBJECT_S * total_objects as f64,
         );
+        let local_trigger = Trigger::new(
+            self.local_invocation.unwrap_or(Invocation::Never),
+            keel::objects::INITIAL_COST_S
+                + keel::objects::INITIAL_COST_PER_OBJECT_S * ids.len() as f64,
+        );
         Ok(DistributedObjects {
             comm,
             pool,
@@ -232,6 +251,9 @@ impl DistributedBuilder {
             steps_done: 0,
             trigger,
             previous_seconds: None,
+            local_trigger,
+            previous_local: None,
+            local_failed: None,
         })
     }
 }
@@ -301,6 +323,15 @@ pub struct DistributedObjects<'a, C: ?Sized, T> {
     trigger: Trigger,
     /// Every rank's time in the last step, unless a balance followed it.
     previous_seconds: Option<Vec<f64>>,
+    /// When to remap among this rank's PUs.
+    local_trigger: Trigger,
+    /// This rank's PUs' busy times in the last step, unless a remap
+    /// followed it.
+    previous_local: Option<Vec<f64>>,
+    /// A local remap that failed after the last step: every rank learns of
+    /// it at the next step's agreement (a local remap is this rank's
+    /// alone, so it cannot wait for the others to agree at once).
+    local_failed: Option<String>,
 }
 
 impl<C: ?Sized, T> std::fmt::Debug for DistributedObjects<'_, C, T> {
@@ -374,12 +405,18 @@ where
     /// when known (then none balances after the last).
     fn step_then(&mut self, remaining: Option<usize>) -> Result<DistributedStep, DistributedError> {
         let began = Instant::now();
-        let ran = self.local().step().map(|_| ()).map_err(|e| e.to_string());
+        let stepped = self.local().step().map_err(|e| e.to_string());
         let seconds = began.elapsed().as_secs_f64();
-        let rank_seconds = match agree(self.comm, ran.map(|()| seconds))? {
+        let ran = match (self.local_failed.take(), &stepped) {
+            (Some(failed), _) => Err(failed),
+            (None, Ok(_)) => Ok(seconds),
+            (None, Err(e)) => Err(e.clone()),
+        };
+        let rank_seconds = match agree(self.comm, ran)? {
             Ok(all) => all,
             Err((rank, reason)) => return Err(DistributedError::Rank { rank, reason }),
         };
+        let pu_busy = stepped.map(|r| r.pu_busy_s).unwrap_or_default();
         let step = self.steps_done;
         self.steps_done += 1;
         let done = self.steps_done;
@@ -389,26 +426,24 @@ where
         let summary = LoadSummary::of(&rank_seconds, self.previous_seconds.as_deref());
         let decision = self.trigger.after_step(done, &summary, remaining);
         self.previous_seconds = Some(rank_seconds.clone());
-        let local_due = may_balance
-            && self
-                .config
-                .local_period
-                .is_some_and(|p| done.is_multiple_of(p));
+        let local = LoadSummary::of(&pu_busy, self.previous_local.as_deref());
+        self.previous_local = Some(pu_busy);
         let rebalance = if may_balance && decision.balance {
             // Re-places the rank's objects among its PUs too.
             let mut r = self.rebalance()?;
             r.reason = decision.reason.to_string();
             Some(r)
         } else {
-            if local_due {
-                let remapped = self
-                    .local()
-                    .rebalance()
-                    .map(|_| ())
-                    .map_err(|e| e.to_string());
-                if let Err((rank, reason)) = agree(self.comm, remapped.map(|()| 0.0))? {
-                    return Err(DistributedError::Rank { rank, reason });
+            // This rank's own decision: its trigger is not told of steps
+            // a balance across ranks followed (that balance re-placed the
+            // objects among the PUs and reset it).
+            let local_decision = self.local_trigger.after_step(done, &local, remaining);
+            if may_balance && local_decision.balance {
+                match self.local().rebalance() {
+                    Ok(r) => self.local_trigger.balanced(r.total_s),
+                    Err(e) => self.local_failed = Some(e.to_string()),
                 }
+                self.previous_local = None;
             }
             None
         };
@@ -542,6 +577,10 @@ where
         };
         self.trigger.balanced(cost_seconds);
         self.previous_seconds = None;
+        // The rebuild placed the objects among the PUs afresh: what the
+        // local trigger measured is of another placement.
+        self.local_trigger.balanced(f64::NAN);
+        self.previous_local = None;
         Ok(RankRebalance {
             after_step: self.steps_done,
             metrics: decided.metrics,

@@ -1,36 +1,40 @@
-//! One run of `keel mpi bench`, on every rank of an MPI job: the
-//! Lassen-like proxy (a front of expensive domains sweeping the grid, each
-//! domain's front work a potential-task loop) as distributed objects, under
-//! one configuration; rank 0 prints one JSON line with what the run took.
+//! One run of `keel mpi bench`, on every rank of an MPI job: an object
+//! workload (the Lassen-like proxy's front of expensive domains sweeping
+//! the grid, or a hot band that stays, drifts or jumps; each domain's hot
+//! work a potential-task loop) as distributed objects, under one
+//! configuration; rank 0 prints one JSON line with what the run took.
 //!
 //! ```sh
-//! mpiexec -n 4 keel-mpi-bench --config greedy-stealing --threads 1 [--quick]
+//! mpiexec -n 4 keel-mpi-bench --config greedy-stealing --threads 1 [--workload lassen] [--quick]
 //! ```
 //!
-//! Configurations (the Charm++ + OpenMP paper's Table 1 rows): `no-lb`
-//! (no balancing, no stealing), `greedy` (greedy across ranks and among
-//! each rank's PUs every 50 steps), `greedy-stealing` (the same, with
-//! idle workers stealing potential tasks inside each step). The objects
-//! start in blocks of ids, one block per rank.
+//! Configurations (the Charm++ + OpenMP paper's Table 1 rows, and the
+//! fixed period they used): `no-lb` (no balancing, no stealing), `greedy`
+//! (greedy across ranks and among each rank's PUs when it pays: the
+//! adaptive invocation), `greedy-stealing` (the same, with idle workers
+//! stealing potential tasks inside each step), `greedy-periodic` (greedy
+//! across ranks and among PUs every 50 steps). The objects start in blocks
+//! of ids, one block per rank.
 
 use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use keel::objects::{Object, StepContext};
-use keel_mpi::bench::MpiRun;
+use keel_mpi::bench::{MpiRun, CONFIGS};
 use keel_mpi::{Collective, DistributedObjects, MpiComm};
-use keel_workloads::objects::{run_units, LassenLike, ObjectWorkload};
+use keel_policy::invoke::Invocation;
+use keel_workloads::objects::{object_workload, run_units, ObjectWorkload, INVOCATION_WORKLOADS};
 use serde::{Deserialize, Serialize};
 
-/// The balancing period of the balanced configurations, steps.
+/// The balancing period of `greedy-periodic`, steps.
 const PERIOD: usize = 50;
 /// The exposure policy of the stealing configuration.
 const STEALING: &str = "history-idle";
 
 /// The workload, the same on every rank (a pure function of the job's
 /// size and the flags).
-static WORK: OnceLock<LassenLike> = OnceLock::new();
+static WORK: OnceLock<Box<dyn ObjectWorkload>> = OnceLock::new();
 
 /// One domain: its id and a checksum of its work (its state).
 #[derive(Serialize, Deserialize)]
@@ -54,18 +58,19 @@ impl Object for Domain {
 #[derive(Debug, PartialEq)]
 struct Args {
     config: String,
+    workload: String,
     threads: usize,
     quick: bool,
 }
 
-const USAGE: &str =
-    "usage: keel-mpi-bench [--config no-lb|greedy|greedy-stealing] [--threads N] [--quick]";
+const USAGE: &str = "usage: keel-mpi-bench [--config no-lb|greedy|greedy-stealing|greedy-periodic] [--workload persistent|drift|phase|lassen] [--threads N] [--quick]";
 
 /// What a command line means: the run, or the text to print instead (the
 /// usage for `--help`, `Ok`; what is wrong, `Err`).
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Result<String, String>> {
     let mut parsed = Args {
         config: "greedy".to_string(),
+        workload: "lassen".to_string(),
         threads: 1,
         quick: false,
     };
@@ -76,6 +81,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Result<Str
                 parsed.config = args
                     .next()
                     .ok_or_else(|| Err("--config needs a configuration name".to_string()))?;
+            }
+            "--workload" => {
+                parsed.workload = args
+                    .next()
+                    .ok_or_else(|| Err("--workload needs a workload name".to_string()))?;
             }
             "--threads" => {
                 parsed.threads = args
@@ -94,13 +104,18 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Result<Str
             other => return Err(Err(format!("unknown argument {:?}", shown(other)))),
         }
     }
-    if !matches!(
-        parsed.config.as_str(),
-        "no-lb" | "greedy" | "greedy-stealing"
-    ) {
+    if !CONFIGS.contains(&parsed.config.as_str()) {
         return Err(Err(format!(
-            "unknown configuration {:?} (no-lb, greedy, greedy-stealing)",
-            shown(&parsed.config)
+            "unknown configuration {:?} ({})",
+            shown(&parsed.config),
+            CONFIGS.join(", ")
+        )));
+    }
+    if !INVOCATION_WORKLOADS.contains(&parsed.workload.as_str()) {
+        return Err(Err(format!(
+            "unknown workload {:?} ({})",
+            shown(&parsed.workload),
+            INVOCATION_WORKLOADS.join(", ")
         )));
     }
     Ok(parsed)
@@ -118,6 +133,7 @@ fn main() {
     let universe = mpi::initialize().expect("MPI initialises once");
     let Args {
         config,
+        workload,
         threads,
         quick,
     } = match parsed {
@@ -146,17 +162,18 @@ fn main() {
     MpiComm::abort_job_on_panic();
     let comm = MpiComm::new(universe.world());
     let (rank, ranks) = (comm.rank(), comm.size());
-    let (balanced, stealing) = match config.as_str() {
-        "no-lb" => (false, "none"),
-        "greedy" => (true, "none"),
-        _ => (true, STEALING),
+    let (invocation, stealing) = match config.as_str() {
+        "no-lb" => (Invocation::Never, "none"),
+        "greedy" => (Invocation::Adaptive, "none"),
+        "greedy-stealing" => (Invocation::Adaptive, STEALING),
+        _ => (Invocation::every(PERIOD).expect("PERIOD ≥ 1"), "none"),
     };
-    let mut workload = LassenLike::for_pus(ranks * threads);
-    if quick {
-        workload.steps = 100;
-        workload.scale = 0.25;
-    }
-    let work = WORK.get_or_init(|| workload);
+    let spec = if quick {
+        format!("{workload}:pus={},steps=100,scale=0.25", ranks * threads)
+    } else {
+        format!("{workload}:pus={}", ranks * threads)
+    };
+    let work = WORK.get_or_init(|| object_workload(&spec).expect("a pinned workload"));
     let n = work.objects();
     let pool = keel::ThreadPool::builder()
         .threads(threads)
@@ -167,13 +184,12 @@ fn main() {
     let objects: Vec<(u64, Domain)> = (rank * block..((rank + 1) * block).min(n))
         .map(|id| (id as u64, Domain { id, checksum: 0.0 }))
         .collect();
-    let mut builder = DistributedObjects::builder().stealing(stealing);
-    if balanced {
-        builder = builder
-            .rank_policy("greedy")
-            .period(PERIOD)
-            .local_policy("greedy")
-            .local_period(PERIOD);
+    let mut builder = DistributedObjects::builder()
+        .stealing(stealing)
+        .invocation(invocation)
+        .local_invocation(invocation);
+    if invocation != Invocation::Never {
+        builder = builder.rank_policy("greedy").local_policy("greedy");
     }
     let mut run = builder
         .build(&comm, &pool, objects)
@@ -182,7 +198,7 @@ fn main() {
     let mut steps_s = 0.0;
     let mut lambda = 0.0;
     let (mut rebalances, mut decide_s, mut migrate_s, mut migrations) = (0, 0.0, 0.0, 0);
-    let steps = run.run(work.steps).unwrap_or_else(|e| panic!("{e}"));
+    let steps = run.run(work.steps()).unwrap_or_else(|e| panic!("{e}"));
     let total_s = began.elapsed().as_secs_f64();
     for step in steps {
         steps_s += step.seconds;
@@ -210,11 +226,11 @@ fn main() {
             ranks,
             threads,
             objects: n,
-            steps: work.steps,
+            steps: work.steps(),
             workload: work.spec(),
             total_s,
             steps_s,
-            lambda_ranks: lambda / work.steps as f64,
+            lambda_ranks: lambda / work.steps() as f64,
             rebalances,
             decide_s,
             migrate_s,
@@ -248,6 +264,9 @@ mod tests {
         ] {
             assert!(matches!(parse(bad), Err(Err(_))), "{bad:?}");
         }
+        for bad in [&["--workload"][..], &["--workload", "stencil"]] {
+            assert!(matches!(parse(bad), Err(Err(_))), "{bad:?}");
+        }
         let long = "x".repeat(5_000);
         let Err(Err(message)) = parse(&[&long]) else {
             panic!("a long argument is refused");
@@ -258,9 +277,18 @@ mod tests {
     #[test]
     fn a_good_line_is_read() {
         assert_eq!(
-            parse(&["--config", "greedy-stealing", "--threads", "4", "--quick"]),
+            parse(&[
+                "--config",
+                "greedy-stealing",
+                "--threads",
+                "4",
+                "--quick",
+                "--workload",
+                "drift"
+            ]),
             Ok(Args {
                 config: "greedy-stealing".into(),
+                workload: "drift".into(),
                 threads: 4,
                 quick: true
             })
@@ -269,6 +297,7 @@ mod tests {
             parse(&[]),
             Ok(Args {
                 config: "greedy".into(),
+                workload: "lassen".into(),
                 threads: 1,
                 quick: false
             })
