@@ -26,9 +26,9 @@ fn every_object_steps_once_per_step_across_migrations() {
     for b in [
         Balancing::none("none"),
         Balancing::none("history-idle"),
-        Balancing::periodic(HIER, 5, "none"),
-        Balancing::periodic("greedy", 3, "history-idle"),
-        Balancing::periodic("refine", 7, "all"),
+        Balancing::periodic(HIER, 5, "none").unwrap(),
+        Balancing::periodic("greedy", 3, "history-idle").unwrap(),
+        Balancing::periodic("refine", 7, "all").unwrap(),
     ] {
         let run = simulate(&model(Noise::Uniform { spread: 0.1 }), &costs, &b).unwrap();
         assert_eq!(run.object_steps.len(), w.objects());
@@ -47,7 +47,7 @@ fn every_object_steps_once_per_step_across_migrations() {
         if b.stealing == "none" {
             assert_eq!(run.tasks.exposed, 0);
         }
-        if b.period.is_some() {
+        if b.invocation.period().is_some() {
             assert!(run.migrations > 0, "{b:?}");
         }
         let sum: f64 = run.step_s.iter().sum();
@@ -60,7 +60,7 @@ fn every_object_steps_once_per_step_across_migrations() {
 fn same_seed_same_result() {
     let w = small_lassen();
     let costs = WorkloadCosts::uniform_cells(&w);
-    let b = Balancing::periodic(HIER, 10, "history-idle");
+    let b = Balancing::periodic(HIER, 10, "history-idle").unwrap();
     let run = |seed| {
         let mut m = model(Noise::Normal { cv: 0.1 });
         m.seed = seed;
@@ -128,7 +128,7 @@ fn a_remap_never_moves_an_unmigratable_object_nor_uses_an_unavailable_pu() {
         HIER,
         "binlpt:chunks=32",
     ] {
-        let b = Balancing::periodic(policy, 4, "history-idle");
+        let b = Balancing::periodic(policy, 4, "history-idle").unwrap();
         let run = simulate(&m, &costs, &b).unwrap();
         assert!(!run.remaps.is_empty());
         // The initial placement is block over the available PUs.
@@ -153,11 +153,11 @@ fn bad_parameters_are_typed_errors() {
     let m = model(Noise::None);
     let err = |m: &ObjectsModel, b: &Balancing| simulate(m, &costs, b).unwrap_err();
     assert!(matches!(
-        err(&m, &Balancing::periodic("fastest", 5, "none")),
+        err(&m, &Balancing::periodic("fastest", 5, "none").unwrap()),
         SimError::Policy(s) if s.contains("greedy")
     ));
     assert!(matches!(
-        err(&m, &Balancing::periodic("greedy", 0, "none")),
+        Balancing::periodic("greedy", 0, "none").unwrap_err(),
         SimError::InvalidParameter { .. }
     ));
     assert!(matches!(
@@ -166,7 +166,7 @@ fn bad_parameters_are_typed_errors() {
     ));
     // hier with more nodes than PUs: the policy refuses at the first remap.
     assert!(matches!(
-        err(&m, &Balancing::periodic("hier:nodes=99", 5, "none")),
+        err(&m, &Balancing::periodic("hier:nodes=99", 5, "none").unwrap()),
         SimError::Policy(_)
     ));
     let mut bad = m.clone();
@@ -297,7 +297,7 @@ fn on_slow_pus_lpt_eft_finishes_sooner_than_greedy() {
             *pu = WorkerModel::new(0.25).unwrap();
         }
     }
-    let run = |spec: &str| simulate(&m, &costs, &Balancing::periodic(spec, 10, "none")).unwrap();
+    let run = |spec: &str| simulate(&m, &costs, &Balancing::periodic(spec, 10, "none").unwrap()).unwrap();
     let (greedy, eft) = (run("greedy"), run("lpt-eft"));
     for r in [&greedy, &eft] {
         assert!(r.object_steps.iter().all(|&s| s as usize == w.steps));

@@ -2,11 +2,15 @@
 //! (§4.4, §5) on
 //! Keel's objects context, on this machine:
 //!
-//! - **Table 1**: the Lassen-like proxy under No LB, Greedy, Greedy +
-//!   stealing and No LB + stealing: λ at the PU level over the run, total
-//!   time, and time ÷ ideal (measured busy work ÷ PUs);
+//! - **Table 1**: the Lassen-like proxy under No LB, Greedy and Greedy +
+//!   stealing (remapping when it pays: the adaptive invocation), No LB +
+//!   stealing, and Greedy every 50 steps: λ at the PU level over the run,
+//!   total time, and time ÷ ideal (measured busy work ÷ PUs);
 //! - **Table 2**: Greedy at periods 20, 50 and 100, time in steps and in
 //!   balancing split out;
+//! - **Invocation**: the hot-band workloads whose balancing should pay
+//!   (`persistent`, `drift`, `phase`) under No LB, adaptive Greedy with and
+//!   without stealing, and Greedy every 50 steps;
 //! - **Fig. 2**: a balanced stencil with and without stealing (the cost of
 //!   exposing potential tasks when nobody needs them);
 //! - **lb_test**: ring and mesh under every registry mapping policy.
@@ -25,8 +29,9 @@ use std::hint::black_box;
 
 use keel::objects::{Object, Objects, RunReport, StepContext};
 use keel::ThreadPool;
+use keel_policy::invoke::Invocation;
 use keel_workloads::objects::{
-    run_units, LassenLike, LbTestObjects, ObjectWorkload, Stencil, Topology,
+    run_units, HotBand, LassenLike, LbTestObjects, Motion, ObjectWorkload, Stencil, Topology,
 };
 use serde::Serialize;
 
@@ -67,22 +72,27 @@ impl Object for Proxy<'_> {
     }
 }
 
-/// A configuration: remap policy and period, stealing.
+/// A configuration: remap policy and invocation, stealing.
 #[derive(Clone, Debug)]
 struct Config {
     label: String,
     policy: String,
-    period: Option<usize>,
+    invocation: Invocation,
     stealing: &'static str,
 }
 
-fn config(label: &str, policy: &str, period: Option<usize>, stealing: &'static str) -> Config {
+fn config(label: &str, policy: &str, invocation: Invocation, stealing: &'static str) -> Config {
     Config {
         label: label.to_string(),
         policy: policy.to_string(),
-        period,
+        invocation,
         stealing,
     }
+}
+
+/// `Invocation::Periodic(steps)` for a period the bench fixes (≥ 1).
+fn every(steps: usize) -> Invocation {
+    Invocation::every(steps).unwrap_or(Invocation::Never)
 }
 
 /// One measured row.
@@ -92,8 +102,10 @@ pub struct Row {
     pub config: String,
     /// The remap policy (`block` never remaps here).
     pub policy: String,
-    /// Remap period, steps.
-    pub period: Option<usize>,
+    /// When it remapped (the invocation's spec).
+    pub invocation: String,
+    /// Remaps.
+    pub rebalances: usize,
     /// Exposure policy.
     pub stealing: String,
     /// λ at the PU level over the run.
@@ -161,14 +173,13 @@ fn run_once(pool: &ThreadPool, work: &dyn ObjectWorkload, c: &Config) -> Result<
             checksum: 0.0,
         })
         .collect();
-    let mut b = Objects::builder()
+    let mut run = Objects::builder()
         .policy(c.policy.as_str())
         .initial("block")
-        .stealing(c.stealing);
-    if let Some(p) = c.period {
-        b = b.period(p);
-    }
-    let mut run = b.build(pool, objects).map_err(objects_error)?;
+        .stealing(c.stealing)
+        .invocation(c.invocation)
+        .build(pool, objects)
+        .map_err(objects_error)?;
     run.run(work.steps()).map_err(objects_error)
 }
 
@@ -204,7 +215,8 @@ fn measure(
             Row {
                 config: c.label.clone(),
                 policy: c.policy.clone(),
-                period: c.period,
+                invocation: c.invocation.spec(),
+                rebalances: r.rebalances.len(),
                 stealing: c.stealing.to_string(),
                 lambda: r.lambda,
                 total_s: r.wall_s,
@@ -228,15 +240,30 @@ fn measure(
         .collect())
 }
 
-/// Table 1's configurations.
+/// Table 1's configurations: the paper's four, remapping when it pays,
+/// and Greedy at the paper's fixed period.
 fn table1_configs() -> Vec<Config> {
     vec![
-        config("No LB", "block", None, "none"),
-        config("Greedy", "greedy", Some(50), "none"),
-        config("Greedy + stealing", "greedy", Some(50), STEALING),
-        config("No LB + stealing", "block", None, STEALING),
+        config("No LB", "block", Invocation::Never, "none"),
+        config("Greedy", "greedy", Invocation::Adaptive, "none"),
+        config("Greedy + stealing", "greedy", Invocation::Adaptive, STEALING),
+        config("No LB + stealing", "block", Invocation::Never, STEALING),
+        config("Greedy every 50", "greedy", every(50), "none"),
     ]
 }
+
+/// The invocation tables' configurations.
+fn invocation_configs() -> Vec<Config> {
+    vec![
+        config("No LB", "block", Invocation::Never, "none"),
+        config("Greedy", "greedy", Invocation::Adaptive, "none"),
+        config("Greedy + stealing", "greedy", Invocation::Adaptive, STEALING),
+        config("Greedy every 50", "greedy", every(50), "none"),
+    ]
+}
+
+/// The hot-band workloads of the invocation tables.
+const MOTIONS: [Motion; 3] = [Motion::Persistent, Motion::Drift, Motion::Phase];
 
 /// The mapping policies of the lb_test tables (`hier` on one node).
 fn lb_test_specs() -> Vec<String> {
@@ -254,10 +281,11 @@ fn lb_test_specs() -> Vec<String> {
 }
 
 /// The runs [`tables`] makes with `reps` runs per configuration: Table 1's
-/// four configurations, Table 2's three, the stencil's two, and every
-/// mapping policy on the ring and on the mesh.
+/// five configurations, Table 2's three, the invocation tables' four per
+/// workload, the stencil's two, and every mapping policy on the ring and
+/// on the mesh.
 pub fn total_runs(reps: usize) -> u64 {
-    ((4 + 3 + 2 + 2 * lb_test_specs().len()) * reps) as u64
+    ((5 + 3 + 4 * MOTIONS.len() + 2 + 2 * lb_test_specs().len()) * reps) as u64
 }
 
 /// Runs the bench's tables; `progress` hears one step per run of a
@@ -283,14 +311,14 @@ pub fn tables(
     let mut out = Vec::new();
     out.push(Table {
         id: "table1".into(),
-        title: "Table 1: Lassen-like, λ at the PU level and total time (Greedy every 50 steps)"
+        title: "Table 1: Lassen-like, λ at the PU level and total time (Greedy when it pays, and every 50 steps)"
             .into(),
         workload: lassen.spec(),
         rows: measure(pool, &lassen, &table1_configs(), reps, progress)?,
     });
     let t2: Vec<Config> = [20, 50, 100]
         .iter()
-        .map(|&p| config(&format!("Greedy, period {p}"), "greedy", Some(p), "none"))
+        .map(|&p| config(&format!("Greedy, period {p}"), "greedy", every(p), "none"))
         .collect();
     out.push(Table {
         id: "table2".into(),
@@ -298,6 +326,25 @@ pub fn tables(
         workload: lassen.spec(),
         rows: measure(pool, &lassen, &t2, reps, progress)?,
     });
+    for motion in MOTIONS {
+        let mut band = HotBand::for_pus(motion, pus);
+        if quick {
+            band.scale = 0.1;
+        }
+        out.push(Table {
+            id: format!("invocation-{}", motion.name()),
+            title: format!(
+                "Invocation: a hot band, {}; remapping when it pays against every 50 steps",
+                match motion {
+                    Motion::Persistent => "persistent",
+                    Motion::Drift => "drifting slowly",
+                    Motion::Phase => "jumping half-way",
+                }
+            ),
+            workload: band.spec(),
+            rows: measure(pool, &band, &invocation_configs(), reps, progress)?,
+        });
+    }
     out.push(Table {
         id: "stencil".into(),
         title: "Fig. 2: a balanced stencil, the cost of stealing when nobody needs it".into(),
@@ -306,8 +353,8 @@ pub fn tables(
             pool,
             &stencil,
             &[
-                config("no stealing", "block", None, "none"),
-                config("stealing", "block", None, STEALING),
+                config("no stealing", "block", Invocation::Never, "none"),
+                config("stealing", "block", Invocation::Never, STEALING),
             ],
             reps,
             progress,
@@ -319,7 +366,7 @@ pub fn tables(
         let lb = LbTestObjects::new(topology, 64, pus, steps, 40, 10.0, 3000.0, 12345, scale);
         let configs: Vec<Config> = specs
             .iter()
-            .map(|s| config(s, s, Some(40), "none"))
+            .map(|s| config(s, s, every(40), "none"))
             .collect();
         let name = match topology {
             Topology::Ring => "ring",
@@ -367,8 +414,8 @@ pub fn run(
     })
 }
 
-/// The demo's section: a short Lassen-like run on 2 PUs, Table 1's four
-/// rows with Greedy every 10 steps.
+/// The demo's section: a short Lassen-like run on 2 PUs, Table 1's rows
+/// with the fixed period at 10 steps.
 pub fn demo_table() -> Result<Table> {
     let pool = ThreadPool::builder()
         .threads(2)
@@ -382,8 +429,9 @@ pub fn demo_table() -> Result<Table> {
     let configs: Vec<Config> = table1_configs()
         .into_iter()
         .map(|mut c| {
-            if c.period.is_some() {
-                c.period = Some(10);
+            if c.invocation.period().is_some() {
+                c.invocation = every(10);
+                c.label = "Greedy every 10".into();
             }
             c
         })
@@ -391,7 +439,7 @@ pub fn demo_table() -> Result<Table> {
     let rows = measure(&pool, &lassen, &configs, 1, &mut |_| {})?;
     Ok(Table {
         id: "demo".into(),
-        title: "Lassen-like front on 2 PUs (Greedy every 10 steps)".into(),
+        title: "Lassen-like front on 2 PUs (Greedy when it pays, and every 10 steps)".into(),
         workload: lassen.spec(),
         rows,
     })

@@ -2,11 +2,14 @@
 //! (§5, Tables 1–2) in
 //! the simulator, at the paper's scale: the Lassen-like proxy on 64 nodes ×
 //! 16 PUs (16 domains per PU, `LassenLike::for_pus`, pinned by
-//! `crates/keel-sim/tests/objects_golden.rs`).
+//! `crates/keel-sim/tests/objects_golden.rs`), or any object workload
+//! (`persistent`, `drift`, `phase`: a hot band that stays, drifts or
+//! jumps).
 //!
 //! - **Table 1**: No LB, Greedy (hierarchical: `hier:nodes=N` with greedy
-//!   at both levels, every `--period` steps), Greedy + stealing inside
-//!   nodes, No LB + stealing: λ at the node and PU levels, total time.
+//!   at both levels, when it pays: the adaptive invocation), Greedy +
+//!   stealing inside nodes, No LB + stealing, and Greedy every `--period`
+//!   steps: λ at the node and PU levels, total time.
 //! - **Table 2**: hierarchical Greedy at periods 20, 50 and 100, time in
 //!   steps and in balancing split out.
 //! - **Table 3** (only with `slow_speed`): the upper half of every node's
@@ -28,14 +31,15 @@
 //!     ..ObjectsConfig::default()
 //! };
 //! let report = objects::run(&config, &mut |_| {}).unwrap();
-//! assert_eq!((report.table1.len(), report.table2.len()), (4, 1));
+//! assert_eq!((report.table1.len(), report.table2.len()), (5, 1));
 //! ```
 
 use keel_sim::objects::{
     simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,
 };
 use keel_sim::{Noise, SimError, WorkerModel};
-use keel_workloads::objects::{LassenLike, ObjectWorkload};
+use keel_policy::Spec;
+use keel_workloads::objects::object_workload;
 use serde::Serialize;
 
 use crate::error::{ExperimentError, Result};
@@ -47,10 +51,10 @@ pub struct ObjectsConfig {
     pub nodes: usize,
     /// PUs per node.
     pub pus_per_node: usize,
-    /// The Lassen-like proxy's spec (`None`: `lassen:pus=NODES×PUS`, 16
-    /// domains per PU).
+    /// The object workload's spec (`None`: `lassen:pus=NODES×PUS`, 16
+    /// domains per PU; a spec without `pus` gets `pus=NODES×PUS`).
     pub workload: Option<String>,
-    /// Table 1's balancing period (the paper's 50).
+    /// Table 1's fixed balancing period (the paper's 50).
     pub period: usize,
     /// Table 2's periods.
     pub periods: Vec<usize>,
@@ -154,40 +158,44 @@ fn sim_error(e: SimError) -> ExperimentError {
 type Configs = Vec<(String, Balancing)>;
 
 /// Table 1's and Table 2's configurations: label and balancing.
-fn configs(config: &ObjectsConfig, policy: &str) -> (Configs, Configs) {
+fn configs(config: &ObjectsConfig, policy: &str) -> Result<(Configs, Configs), SimError> {
     let t1 = vec![
         ("No LB".to_string(), Balancing::none("none")),
         (
             "Greedy (hier)".to_string(),
-            Balancing::periodic(policy, config.period, "none"),
+            Balancing::adaptive(policy, "none"),
         ),
         (
             "Greedy (hier) + stealing".to_string(),
-            Balancing::periodic(policy, config.period, &config.stealing),
+            Balancing::adaptive(policy, &config.stealing),
         ),
         (
             "No LB + stealing".to_string(),
             Balancing::none(&config.stealing),
+        ),
+        (
+            format!("Greedy (hier), every {}", config.period),
+            Balancing::periodic(policy, config.period, "none")?,
         ),
     ];
     let t2 = config
         .periods
         .iter()
         .map(|&p| {
-            (
+            Ok((
                 format!("Greedy (hier), period {p}"),
-                Balancing::periodic(policy, p, "none"),
-            )
+                Balancing::periodic(policy, p, "none")?,
+            ))
         })
-        .collect();
-    (t1, t2)
+        .collect::<Result<_, SimError>>()?;
+    Ok((t1, t2))
 }
 
 /// How many simulated steps [`run`] makes in all (for a progress bar).
 pub fn total_steps(config: &ObjectsConfig) -> Result<u64> {
-    let lassen = LassenLike::parse(&workload_spec(config)?)?;
+    let work = object_workload(&workload_spec(config)?)?;
     let table3 = if config.slow_speed.is_some() { 2 } else { 0 };
-    Ok(lassen.steps() as u64 * (4 + config.periods.len() + table3) as u64)
+    Ok(work.steps() as u64 * (5 + config.periods.len() + table3) as u64)
 }
 
 /// The workload spec: the configured one, else the proxy for every PU.
@@ -195,10 +203,16 @@ fn workload_spec(config: &ObjectsConfig) -> Result<String> {
     let pus = keel_sim::objects::machine_size(config.nodes, config.pus_per_node).map_err(|e| {
         ExperimentError::Invalid(format!("sim objects: --nodes × --pus-per-node: {e}"))
     })?;
-    Ok(config
-        .workload
-        .clone()
-        .unwrap_or_else(|| format!("lassen:pus={pus}")))
+    let Some(given) = &config.workload else {
+        return Ok(format!("lassen:pus={pus}"));
+    };
+    let mut spec = Spec::parse(given.trim())
+        .map_err(|e| ExperimentError::Invalid(format!("sim objects: --workload: {e}")))?;
+    if spec.get("pus").is_none() {
+        spec.params
+            .insert(0, ("pus".into(), keel_policy::SpecValue::Token(pus.to_string())));
+    }
+    Ok(spec.to_string())
 }
 
 /// Table 1 and Table 2; `progress` hears each configuration's label as it
@@ -220,15 +234,15 @@ pub fn run(
             )));
         }
     }
-    let lassen = LassenLike::parse(&spec)?;
-    let costs = WorkloadCosts::uniform_cells(&lassen);
+    let work = object_workload(&spec)?;
+    let costs = WorkloadCosts::uniform_cells(work.as_ref());
     let noise = Noise::normal(config.noise_cv).map_err(sim_error)?;
     let mut model =
         ObjectsModel::new(config.nodes, config.pus_per_node, noise).map_err(sim_error)?;
     model.steal_cost = config.steal_cost;
     model.seed = config.seed;
     let policy = format!("hier:nodes={},outer=(greedy),inner=(greedy)", config.nodes);
-    let (t1, t2) = configs(config, &policy);
+    let (t1, t2) = configs(config, &policy).map_err(sim_error)?;
     let mut simulate =
         |label: &str, b: &Balancing| simulate_row(&model, &costs, label, b, progress);
     let table1: Vec<Row> = t1
@@ -251,13 +265,13 @@ pub fn run(
             |label: &str, b: &Balancing| simulate_row(&model, &costs, label, b, progress);
         for (label, inner) in [("Greedy (hier)", "greedy"), ("LPT-EFT (hier)", "lpt-eft")] {
             let spec = format!("hier:nodes={},outer=(greedy),inner=({inner})", config.nodes);
-            let b = Balancing::periodic(&spec, config.period, "none");
+            let b = Balancing::periodic(&spec, config.period, "none").map_err(sim_error)?;
             table3.push(simulate(&format!("{label}, slow PUs at {slow}"), &b)?);
         }
     }
     let t = |i: usize| table1[i].run.total_s;
     Ok(ObjectsSimReport {
-        workload: lassen.spec(),
+        workload: work.spec(),
         nodes: config.nodes,
         pus_per_node: config.pus_per_node,
         policy,

@@ -1,6 +1,7 @@
 //! The objects model: over-decomposed objects on
 //! `nodes × PUs per node`, stepped with a barrier per step, measured, and
-//! remapped every `period` steps by any registry mapping policy — the
+//! remapped by any registry mapping policy when the invocation policy says
+//! (`keel_policy::invoke`: adaptive, every `period` steps, or never) — the
 //! simulator's counterpart of `keel::objects` + `keel::tasks`
 //! (Charm++ + OpenMP paper, §3–5).
 //!
@@ -30,6 +31,8 @@
 //!   runs irreproducible): `decision_per_object` seconds per object (the
 //!   default is Charm++'s centralised GreedyLB, 0.13 s for 36k objects in
 //!   published lb_test runs with Charm++ 6.8.1), plus migrations through [`MigrationModel`].
+//!   The invocation reads each step's simulated PU busy times and each
+//!   remap's modelled cost, as the runtimes feed it measured ones.
 //! - **Stealing** of potential tasks happens inside a node only; see
 //!   `step`.
 //!
@@ -51,6 +54,7 @@ pub mod balance;
 mod step;
 
 use keel_policy::expose::{Expose, ExposeState};
+use keel_policy::invoke::{Invocation, LoadSummary, Trigger};
 use keel_policy::{mapping, metrics, Concept, ContextHandler, Model, Origin, Subject};
 use keel_workloads::objects::{ObjectWorkload, UNITS_PER_US};
 use rand::SeedableRng;
@@ -301,8 +305,10 @@ pub struct Balancing {
     /// Mapping spec of the first placement (it sees zero loads), `block` in
     /// `keel::objects`.
     pub initial: String,
-    /// Remap after every `period` steps (not after the last); `None` = never.
-    pub period: Option<usize>,
+    /// When to remap (never after the last step): the invocation policy
+    /// the runtimes use, fed the simulated PUs' busy times and the
+    /// modelled remap costs.
+    pub invocation: Invocation,
     /// Exposure policy of potential tasks (`none` = no stealing).
     pub stealing: String,
 }
@@ -313,17 +319,32 @@ impl Balancing {
         Balancing {
             policy: "block".into(),
             initial: "block".into(),
-            period: None,
+            invocation: Invocation::Never,
             stealing: stealing.into(),
         }
     }
 
-    /// `policy` every `period` steps from a block placement.
-    pub fn periodic(policy: &str, period: usize, stealing: &str) -> Self {
+    /// `policy` every `period` steps from a block placement; a period of
+    /// 0 is an error.
+    pub fn periodic(policy: &str, period: usize, stealing: &str) -> Result<Self, SimError> {
+        let invocation = Invocation::every(period).ok_or_else(|| {
+            SimError::invalid("balancing period", 0, "at least 1 step (or none)")
+        })?;
+        Ok(Balancing {
+            policy: policy.into(),
+            initial: "block".into(),
+            invocation,
+            stealing: stealing.into(),
+        })
+    }
+
+    /// `policy` when the loss to imbalance pays for a remap (the adaptive
+    /// invocation), from a block placement.
+    pub fn adaptive(policy: &str, stealing: &str) -> Self {
         Balancing {
             policy: policy.into(),
             initial: "block".into(),
-            period: Some(period),
+            invocation: Invocation::Adaptive,
             stealing: stealing.into(),
         }
     }
@@ -346,6 +367,8 @@ pub struct RemapReport {
     pub decision_s: f64,
     /// Modelled migration seconds.
     pub migration_s: f64,
+    /// Why it ran: the invocation's reason.
+    pub reason: String,
     /// The new placement (not in JSON: it can be large).
     #[serde(skip)]
     pub placement: Vec<usize>,
@@ -356,8 +379,8 @@ pub struct RemapReport {
 pub struct ObjectsRun {
     /// The remap policy's canonical spec.
     pub policy: String,
-    /// The remap period.
-    pub period: Option<usize>,
+    /// When it remapped: the invocation's spec.
+    pub invocation: String,
     /// The exposure policy's spec.
     pub stealing: String,
     /// Steps run.
@@ -462,13 +485,6 @@ pub fn simulate_with_progress(
 ) -> Result<ObjectsRun, SimError> {
     let n = costs.objects();
     model.validate(n)?;
-    if balancing.period == Some(0) {
-        return Err(SimError::invalid(
-            "balancing period",
-            0,
-            "at least 1 step (or none)",
-        ));
-    }
     let npus = model.npus();
     let registry = mapping::registry();
     let policy = registry.build(balancing.policy.trim())?;
@@ -492,7 +508,7 @@ pub fn simulate_with_progress(
     let steps = costs.steps();
     let mut run = ObjectsRun {
         policy: policy.spec().to_string(),
-        period: balancing.period,
+        invocation: balancing.invocation.spec(),
         stealing: expose.spec(),
         steps,
         step_s: Vec::with_capacity(steps),
@@ -520,6 +536,10 @@ pub fn simulate_with_progress(
         .iter()
         .any(|&s| s != 1.0)
         .then_some(&base_speeds[..]);
+    // What a runtime expects its first remap to cost: the modelled
+    // decision (migrations are unknown before deciding).
+    let mut trigger = Trigger::new(balancing.invocation, model.decision_per_object * n as f64);
+    let mut previous_loads: Option<Vec<f64>> = None;
     let mut pu_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut node_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut t = 0.0;
@@ -567,8 +587,11 @@ pub fn simulate_with_progress(
                 .map(|(b, _)| b)
                 .collect(),
         );
-        let due = balancing.period.is_some_and(|p| (k + 1) % p == 0);
-        if due && k + 1 < steps {
+        let loads_now = pu_rows.last().cloned().unwrap_or_default();
+        let summary = LoadSummary::of(&loads_now, previous_loads.as_deref());
+        let verdict = trigger.after_step(k + 1, &summary, Some(steps - k - 1));
+        previous_loads = Some(loads_now);
+        if verdict.balance && k + 1 < steps {
             let d = decide(
                 policy.as_ref(),
                 &RemapInput {
@@ -589,6 +612,8 @@ pub fn simulate_with_progress(
                 .filter(|(&a, &b)| a / model.pus_per_node != b / model.pus_per_node)
                 .count();
             t += decision_s + migration_s;
+            trigger.balanced(decision_s + migration_s);
+            previous_loads = None;
             run.decision_s += decision_s;
             run.migration_s += migration_s;
             run.balance_s += decision_s + migration_s;
@@ -602,6 +627,7 @@ pub fn simulate_with_progress(
                 lambda_after: d.lambda_after,
                 decision_s,
                 migration_s,
+                reason: verdict.reason.to_string(),
                 placement: next.clone(),
             });
             placement = next;
