@@ -60,6 +60,7 @@ fn objects_runtime(pool: &ThreadPool, spec: &str) -> Measured {
         .policy(spec)
         .initial("block")
         .stealing("none")
+        .invocation(keel_policy::invoke::Invocation::Never)
         .build(pool, objects)
         .unwrap();
     for _ in 0..2 {

@@ -167,7 +167,7 @@ fn objects_tables_and_gains() {
     })
     .unwrap();
     assert_eq!(steps, objects::total_steps(&config).unwrap());
-    assert_eq!(configs.len(), 4 + 2);
+    assert_eq!(configs.len(), 5 + 2);
     let labels: Vec<&str> = report.table1.iter().map(|r| r.config.as_str()).collect();
     assert_eq!(
         labels,
@@ -175,9 +175,28 @@ fn objects_tables_and_gains() {
             "No LB",
             "Greedy (hier)",
             "Greedy (hier) + stealing",
-            "No LB + stealing"
+            "No LB + stealing",
+            "Greedy (hier), every 10"
         ]
     );
+    let invocations: Vec<&str> = report
+        .table1
+        .iter()
+        .map(|r| r.run.invocation.as_str())
+        .collect();
+    assert_eq!(
+        invocations,
+        ["never", "adaptive", "adaptive", "never", "periodic:steps=10"]
+    );
+    // The fixed period remaps after steps 10, 20, ...; the adaptive rows
+    // say why each of theirs ran.
+    let fixed = &report.table1[4].run.remaps;
+    assert!(fixed.iter().all(|r| r.step % 10 == 0 && r.reason == "the period ends"));
+    assert!(report.table1[1]
+        .run
+        .remaps
+        .iter()
+        .all(|r| r.reason.contains('≥')));
     assert_eq!(report.table2.len(), 2);
     let t = |i: usize| report.table1[i].run.total_s;
     assert_eq!(report.gain_vs_no_lb, t(0) / t(2));
