@@ -70,25 +70,35 @@ fn pool() -> ThreadPool {
     ThreadPool::builder().threads(2).pin(false).build().unwrap()
 }
 
-#[test]
-fn objects_and_their_state_are_conserved_across_migrations_every_step() {
+/// Runs 3 ranks × 16 cells (rank 0's heavy) for 12 steps under the
+/// builder `configure` makes, checking after every step that the ids
+/// across ranks are a partition of all ids, that every object has run
+/// every step, and that every rank took the same rank-level decision;
+/// at the end, that every state equals its recomputation. Returns the
+/// objects moved across ranks and the balancing steps.
+fn conserved_every_step(
+    configure: impl Fn() -> DistributedBuilder + Sync,
+) -> (usize, usize) {
     let ranks = 3;
     let steps = 12u64;
     let results = LocalRanks::run(ranks, |comm| {
         let pool = pool();
-        let mut run = DistributedObjects::builder()
-            .period(3)
-            .local_period(2)
+        let mut run = configure()
             .build(comm, &pool, cells(comm.rank(), 16))
             .map_err(|r| r.error)
             .unwrap();
-        let mut moved = 0;
+        let (mut moved, mut balances) = (0, 0);
         for s in 0..steps {
             let step = run.step().unwrap();
             assert_eq!(step.rank_seconds.len(), ranks);
             if let Some(r) = &step.rebalance {
                 moved += r.exported;
+                balances += 1;
             }
+            // Every rank decided alike (the same gathered times and costs).
+            let decided = [u8::from(step.decision.balance)];
+            let all = comm.all_gather(&decided).unwrap();
+            assert!(all.iter().all(|d| d[..] == decided), "step {s}: {all:?}");
             // Every step: the ids across ranks are a partition of all ids,
             // and every object has run exactly s + 1 steps.
             let mut mine = Vec::new();
@@ -111,22 +121,44 @@ fn objects_and_their_state_are_conserved_across_migrations_every_step() {
                 .collect();
             assert_eq!(ids, want, "after step {s}");
         }
-        (moved, run.into_objects())
+        (moved, balances, run.into_objects())
     });
-    let mut moved_total = 0;
+    let (mut moved_total, mut balances_seen) = (0, 0);
     let mut all = BTreeMap::new();
     for r in results {
-        let (moved, objects) = r.unwrap();
+        let (moved, balances, objects) = r.unwrap();
         moved_total += moved;
+        balances_seen = balances;
         for (id, cell) in objects {
             assert!(all.insert(id, cell).is_none());
         }
     }
-    assert!(moved_total > 0, "rank 0's heavy objects should have moved");
     assert_eq!(all.len(), ranks * 16);
     for (&id, cell) in &all {
         assert_eq!(cell, &expected(id, steps, cell.work));
     }
+    (moved_total, balances_seen)
+}
+
+#[test]
+fn objects_and_their_state_are_conserved_across_migrations_every_step() {
+    let (moved, balances) =
+        conserved_every_step(|| DistributedObjects::builder().period(3).local_period(2));
+    assert!(moved > 0, "rank 0's heavy objects should have moved");
+    // After steps 3, 6, 9 and 12 (`step` does not know which is the last).
+    assert_eq!(balances, 4);
+}
+
+#[test]
+fn the_adaptive_default_balances_when_it_pays_and_conserves_every_object() {
+    let (moved, balances) = conserved_every_step(|| {
+        DistributedObjects::builder().local_invocation(Invocation::Adaptive)
+    });
+    // Rank 0 carries about a millisecond a step more than the others: the
+    // loss repays a balancing step within the first few steps.
+    assert!(balances >= 1 && moved > 0, "{balances} balances, {moved} moved");
+    let default = DistributedObjects::builder();
+    assert_eq!(default.invocation, None, "unset: the adaptive default");
 }
 
 #[test]
