@@ -147,6 +147,7 @@ fn write_table(report: &MpiBenchReport, out: &mut dyn Write) -> Result<(), CliEr
         "configuration".into(),
         "total".into(),
         "÷ No LB".into(),
+        "÷ ideal".into(),
         "λ ranks".into(),
         "balancing".into(),
         "moved".into(),
@@ -165,6 +166,11 @@ fn write_table(report: &MpiBenchReport, out: &mut dyn Write) -> Result<(), CliEr
             r.config.clone(),
             duration(m.total_s),
             format!("{:.3}", r.vs_no_lb),
+            if m.ideal_s > 0.0 {
+                format!("{:.3}", m.steps_s / m.ideal_s)
+            } else {
+                "-".into()
+            },
             format!("{:.3}", m.lambda_ranks),
             duration(m.decide_s + m.migrate_s),
             m.migrations.to_string(),

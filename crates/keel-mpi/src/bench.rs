@@ -61,6 +61,10 @@ pub struct MpiRun {
     pub total_s: f64,
     /// Σ of the slowest rank's step time.
     pub steps_s: f64,
+    /// Σ of the mean rank's step time: the run's own work ÷ ranks, what
+    /// `steps_s` would be with every step perfectly balanced.
+    #[serde(default)]
+    pub ideal_s: f64,
     /// Mean λ across ranks' step times.
     pub lambda_ranks: f64,
     /// Balancing steps across ranks.

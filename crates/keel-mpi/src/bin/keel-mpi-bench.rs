@@ -195,7 +195,7 @@ fn main() {
         .build(&comm, &pool, objects)
         .unwrap_or_else(|r| panic!("{}", r.error));
     let began = Instant::now();
-    let mut steps_s = 0.0;
+    let (mut steps_s, mut ideal_s) = (0.0, 0.0);
     let mut lambda = 0.0;
     let (mut rebalances, mut decide_s, mut migrate_s, mut migrations) = (0, 0.0, 0.0, 0);
     let steps = run.run(work.steps()).unwrap_or_else(|e| panic!("{e}"));
@@ -203,6 +203,7 @@ fn main() {
     for step in steps {
         steps_s += step.seconds;
         let mean = step.rank_seconds.iter().sum::<f64>() / ranks as f64;
+        ideal_s += mean;
         if mean > 0.0 {
             lambda += step.seconds / mean - 1.0;
         }
@@ -230,6 +231,7 @@ fn main() {
             workload: work.spec(),
             total_s,
             steps_s,
+            ideal_s,
             lambda_ranks: lambda / work.steps() as f64,
             rebalances,
             decide_s,
