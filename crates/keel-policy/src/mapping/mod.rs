@@ -29,6 +29,7 @@ mod bucket_sort;
 mod greedy;
 mod greedy_refine;
 mod hier;
+pub mod tree;
 mod input;
 mod lpt;
 mod lpt_eft;
