@@ -21,6 +21,7 @@ pub mod hybrid;
 pub mod loops;
 pub mod objects;
 pub mod perf;
+pub mod rank_scale;
 pub mod validate;
 
 use std::io::Write;
@@ -59,6 +60,10 @@ pub enum SimCommand {
     /// SPHYNX-like over MPI ranks × threads: static blocks over ranks,
     /// thread-level `static` against `auto`.
     Hybrid(hybrid::HybridArgs),
+    /// A balancing step across 64–16,384 ranks: one level (every rank
+    /// gathers every object) against the tree (groups of ranks, leaders
+    /// gather their members'): decision time, bytes received, makespan.
+    RankScale(rank_scale::RankScaleArgs),
     /// Coscheduling on a simulated cluster (FCS paper §3): FCFS, GS,
     /// Local, SB and FCS on the paper's scenarios.
     Cosched(cosched::CoschedArgs),
@@ -75,6 +80,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<(), CliError> {
         SimCommand::Objects(a) => objects::run(a),
         SimCommand::Hybrid(a) => hybrid::run(a, out),
         SimCommand::Cosched(a) => cosched::run(a, out),
+        SimCommand::RankScale(a) => rank_scale::run(a, out),
     }
 }
 

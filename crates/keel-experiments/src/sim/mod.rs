@@ -11,6 +11,7 @@
 //! | [`farm`] | farms with one fast worker against the ARRS model |
 //! | [`hybrid`] | SPHYNX-like over MPI ranks × threads: thread-level `auto` inside a static distribution |
 //! | [`objects`] | the Lassen-like proxy on nodes × PUs |
+//! | [`rank_scale`] | a balancing step across 64–16,384 ranks: one level against the tree |
 //! | [`cosched`] | the FCS paper's §3 on a simulated cluster |
 //!
 //! ```
@@ -25,6 +26,7 @@ pub mod hybrid;
 pub mod loops;
 pub mod objects;
 pub mod perf;
+pub mod rank_scale;
 pub mod validate;
 
 use std::path::Path;
