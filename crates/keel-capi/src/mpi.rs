@@ -157,6 +157,7 @@ pub unsafe extern "C" fn keel_mpi_plan(
                     objects,
                     background,
                     speed,
+                    shape: keel_mpi::PlanShape::OneLevel,
                 };
                 plan_or_refuse(&comm, Ok(&request))
             }

@@ -186,12 +186,20 @@ fn objects_tables_and_gains() {
         .collect();
     assert_eq!(
         invocations,
-        ["never", "adaptive", "adaptive", "never", "periodic:steps=10"]
+        [
+            "never",
+            "adaptive",
+            "adaptive",
+            "never",
+            "periodic:steps=10"
+        ]
     );
     // The fixed period remaps after steps 10, 20, ...; the adaptive rows
     // say why each of theirs ran.
     let fixed = &report.table1[4].run.remaps;
-    assert!(fixed.iter().all(|r| r.step % 10 == 0 && r.reason == "the period ends"));
+    assert!(fixed
+        .iter()
+        .all(|r| r.step % 10 == 0 && r.reason == "the period ends"));
     assert!(report.table1[1]
         .run
         .remaps

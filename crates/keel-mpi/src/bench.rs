@@ -160,7 +160,12 @@ pub fn run(
         ));
     }
     let valid = keel_workloads::objects::INVOCATION_WORKLOADS;
-    if config.workloads.is_empty() || config.workloads.iter().any(|w| !valid.contains(&w.as_str())) {
+    if config.workloads.is_empty()
+        || config
+            .workloads
+            .iter()
+            .any(|w| !valid.contains(&w.as_str()))
+    {
         return Err(MpiBenchError::Config(format!(
             "workloads {:?}: give some of {}",
             config.workloads,
@@ -205,8 +210,7 @@ pub fn run(
             for (ci, name) in CONFIGS.iter().enumerate() {
                 let these = &runs[wi][ri][ci];
                 for (got, want) in these.iter().zip(no_lb) {
-                    if (got.checksum - want.checksum).abs() > 1e-9 * want.checksum.abs().max(1.0)
-                    {
+                    if (got.checksum - want.checksum).abs() > 1e-9 * want.checksum.abs().max(1.0) {
                         return Err(MpiBenchError::Checksum {
                             workload: workload.clone(),
                             ranks,

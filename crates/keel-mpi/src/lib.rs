@@ -56,6 +56,6 @@ pub use objects::{
     Refused, DEFAULT_RANK_POLICY,
 };
 pub use plan::{
-    plan, plan_or_refuse, LocalObject, Plan, PlanError, PlanMetrics, PlanRequest, Transfer,
-    DEFAULT_PLAN_POLICY,
+    plan, plan_in_tree, plan_or_refuse, LocalObject, Plan, PlanError, PlanMetrics, PlanRequest,
+    PlanShape, Transfer, DEFAULT_PLAN_POLICY,
 };

@@ -30,7 +30,7 @@ use thiserror::Error;
 
 use crate::comm::{Collective, CommError};
 use crate::migrate::{self, agree};
-use crate::plan::{plan, LocalObject, PlanError, PlanMetrics, PlanRequest};
+use crate::plan::{plan, LocalObject, PlanError, PlanMetrics, PlanRequest, PlanShape};
 
 /// The rank-level policy unless told otherwise: Charm++'s GreedyRefine
 /// (balance, but keep objects where they are when that costs little:
@@ -84,6 +84,7 @@ pub enum DistributedError {
 #[derive(Clone, Debug, Default)]
 pub struct DistributedBuilder {
     rank_policy: Option<String>,
+    shape: PlanShape,
     invocation: Option<Invocation>,
     /// `period(0)` was asked for: refused at build.
     zero_period: bool,
@@ -98,6 +99,14 @@ impl DistributedBuilder {
     /// The registry policy across ranks (default [`DEFAULT_RANK_POLICY`]).
     pub fn rank_policy(mut self, spec: impl Into<String>) -> Self {
         self.rank_policy = Some(spec.into());
+        self
+    }
+
+    /// How a balancing step across ranks decides (default
+    /// [`PlanShape::OneLevel`]; [`PlanShape::Tree`] gathers each group's
+    /// objects on its leader only). Every rank must pass the same.
+    pub fn plan_shape(mut self, shape: PlanShape) -> Self {
+        self.shape = shape;
         self
     }
 
@@ -484,6 +493,7 @@ where
                 background,
                 // A rank with P PUs works off P seconds of object time a second.
                 speed: pus as f64,
+                shape: self.config.shape,
             },
         )?;
         let decide_seconds = began.elapsed().as_secs_f64();

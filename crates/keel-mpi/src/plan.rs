@@ -11,6 +11,11 @@
 //! on the same gathered problem — ranks as PUs, objects as tasks, each
 //! object's current rank as the current mapping — and so reaches the same
 //! decision without a second round.
+//!
+//! That gathers every object on every rank. [`PlanShape::Tree`] decides in
+//! groups of ranks instead (`tree.rs`): a leader gathers its members'
+//! objects, every rank one summary per group; the outputs and the
+//! same-error guarantee are the same.
 
 use std::collections::HashMap;
 
@@ -51,6 +56,23 @@ impl LocalObject {
     }
 }
 
+/// How a plan is decided. Every rank must pass the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PlanShape {
+    /// Every rank gathers every object and decides alike.
+    #[default]
+    OneLevel,
+    /// Groups of `group` consecutive ranks (the last may be smaller),
+    /// each led by its first rank: the leaders gather only their members'
+    /// objects, the groups lend work to one another by their totals, and
+    /// each group places its objects on its members with the spec's
+    /// policy (`keel_policy::mapping::tree`).
+    Tree {
+        /// Ranks per group (≥ 1).
+        group: usize,
+    },
+}
+
 /// This rank's part of a plan.
 #[derive(Clone, Debug)]
 pub struct PlanRequest<'a> {
@@ -63,16 +85,20 @@ pub struct PlanRequest<'a> {
     pub background: f64,
     /// The rank's relative speed (1 = the reference), > 0.
     pub speed: f64,
+    /// How the plan is decided (every rank must pass the same).
+    pub shape: PlanShape,
 }
 
 impl<'a> PlanRequest<'a> {
-    /// `objects` under [`DEFAULT_PLAN_POLICY`], no background, speed 1.
+    /// `objects` under [`DEFAULT_PLAN_POLICY`], no background, speed 1,
+    /// one level.
     pub fn new(objects: &'a [LocalObject]) -> Self {
         PlanRequest {
             spec: DEFAULT_PLAN_POLICY,
             objects,
             background: 0.0,
             speed: 1.0,
+            shape: PlanShape::OneLevel,
         }
     }
 }
@@ -176,6 +202,16 @@ pub enum PlanError {
         /// What is wrong with the decision.
         problem: String,
     },
+    /// Ranks asked for different plan shapes.
+    #[error("rank {rank} asked for {shape} where this rank asked for {expected}: every rank must pass the same shape")]
+    ShapeMismatch {
+        /// The first rank whose shape differs.
+        rank: usize,
+        /// Its shape.
+        shape: String,
+        /// This rank's.
+        expected: String,
+    },
     /// The collective layer failed (a rank died).
     #[error(transparent)]
     Comm(#[from] CommError),
@@ -207,8 +243,71 @@ pub fn plan<C: Collective + ?Sized>(
     comm: &C,
     request: &PlanRequest<'_>,
 ) -> Result<Plan, PlanError> {
-    plan_or_refuse(comm, Ok(request))
+    match request.shape {
+        PlanShape::OneLevel => plan_or_refuse(comm, Ok(request)),
+        PlanShape::Tree { group } => plan_in_tree(comm, Ok(request), group),
+    }
 }
+
+/// [`plan_or_refuse`] in a tree of groups of `group` ranks (every rank
+/// passes the same `group`; the request's own shape is not read): no rank
+/// gathers more than its group's objects and one summary per group. A
+/// collective call.
+///
+/// ```
+/// use keel_mpi::{plan_in_tree, Collective, LocalObject, LocalRanks, PlanRequest};
+/// // 4 ranks in groups of 2; rank 0 holds eight objects, the others none.
+/// let plans = LocalRanks::run(4, |comm| {
+///     let objects: Vec<LocalObject> = if comm.rank() == 0 {
+///         (0..8).map(|id| LocalObject::new(id, 1.0)).collect()
+///     } else {
+///         Vec::new()
+///     };
+///     plan_in_tree(comm, Ok(&PlanRequest::new(&objects)), 2).unwrap()
+/// });
+/// let plans: Vec<_> = plans.into_iter().map(Result::unwrap).collect();
+/// // Two objects on every rank; every import has its export.
+/// assert_eq!(plans[0].exports.len(), 6);
+/// assert!(plans[1..].iter().all(|p| p.imports.len() == 2));
+/// assert!(plans.iter().all(|p| p.metrics == plans[0].metrics));
+/// assert_eq!(plans[0].metrics.lambda_after, 0.0);
+/// ```
+pub fn plan_in_tree<C: Collective + ?Sized>(
+    comm: &C,
+    request: Result<&PlanRequest<'_>, String>,
+    group: usize,
+) -> Result<Plan, PlanError> {
+    // Every rank first says which shape it runs (the one-level plan's
+    // first step is an all-gather too): ranks that disagree fail at once
+    // instead of waiting in different collectives.
+    let mut mine = TREE_MAGIC.to_vec();
+    mine.extend_from_slice(&(group as u64).to_le_bytes());
+    let all = comm.all_gather(&mine)?;
+    if let Some((rank, theirs)) = all.iter().enumerate().find(|(_, b)| **b != mine) {
+        let shape = match theirs
+            .strip_prefix(TREE_MAGIC)
+            .and_then(|g| <[u8; 8]>::try_from(g).ok())
+        {
+            Some(g) => format!("groups of {}", u64::from_le_bytes(g)),
+            None => "a one-level plan".to_string(),
+        };
+        return Err(PlanError::ShapeMismatch {
+            rank,
+            shape,
+            expected: format!("groups of {group}"),
+        });
+    }
+    if group == 0 {
+        return Err(PlanError::BadInput {
+            rank: 0,
+            reason: "a tree plan needs groups of at least 1 rank".into(),
+        });
+    }
+    tree::plan(comm, request, group)
+}
+
+/// The first bytes of a tree plan's shape announcement.
+const TREE_MAGIC: &[u8; 4] = b"KLTR";
 
 /// [`plan`] for a caller that may have found this rank's input wrong
 /// before it could make a [`PlanRequest`] (a C caller's NULL array, say):
@@ -231,7 +330,22 @@ pub fn plan_or_refuse<C: Collective + ?Sized>(
     comm: &C,
     request: Result<&PlanRequest<'_>, String>,
 ) -> Result<Plan, PlanError> {
-    let mine = match request {
+    let mine = contribution(request);
+    let gathered = comm.all_gather(&mine.encode())?;
+    let all = gathered
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            Contribution::decode(bytes).map_err(|reason| PlanError::Malformed { rank, reason })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    decide(&all, comm.rank())
+}
+
+/// This rank's contribution: its input and its own verdict on it, or
+/// the reason it has none.
+fn contribution(request: Result<&PlanRequest<'_>, String>) -> Contribution {
+    match request {
         Ok(request) => Contribution {
             refusal: check_local(request).err(),
             spec: request.spec.trim().to_string(),
@@ -255,16 +369,7 @@ pub fn plan_or_refuse<C: Collective + ?Sized>(
             speed: 1.0,
             records: Vec::new(),
         },
-    };
-    let gathered = comm.all_gather(&mine.encode())?;
-    let all = gathered
-        .iter()
-        .enumerate()
-        .map(|(rank, bytes)| {
-            Contribution::decode(bytes).map_err(|reason| PlanError::Malformed { rank, reason })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    decide(&all, comm.rank())
+    }
 }
 
 /// This rank's own verdict on its input, sent with it.
@@ -423,6 +528,8 @@ fn decide(all: &[Contribution], me: usize) -> Result<Plan, PlanError> {
     plan.imports.sort_by_key(|t| (t.rank, t.id));
     Ok(plan)
 }
+
+mod tree;
 
 #[cfg(test)]
 mod tests;

@@ -166,7 +166,10 @@ fn bad_parameters_are_typed_errors() {
     ));
     // hier with more nodes than PUs: the policy refuses at the first remap.
     assert!(matches!(
-        err(&m, &Balancing::periodic("hier:nodes=99", 5, "none").unwrap()),
+        err(
+            &m,
+            &Balancing::periodic("hier:nodes=99", 5, "none").unwrap()
+        ),
         SimError::Policy(_)
     ));
     let mut bad = m.clone();
@@ -297,7 +300,8 @@ fn on_slow_pus_lpt_eft_finishes_sooner_than_greedy() {
             *pu = WorkerModel::new(0.25).unwrap();
         }
     }
-    let run = |spec: &str| simulate(&m, &costs, &Balancing::periodic(spec, 10, "none").unwrap()).unwrap();
+    let run =
+        |spec: &str| simulate(&m, &costs, &Balancing::periodic(spec, 10, "none").unwrap()).unwrap();
     let (greedy, eft) = (run("greedy"), run("lpt-eft"));
     for r in [&greedy, &eft] {
         assert!(r.object_steps.iter().all(|&s| s as usize == w.steps));

@@ -202,7 +202,10 @@ enum Args<'a> {
     /// A farm or objects span: its own fields.
     Span(What),
     /// Whether the objects runtime remapped after a step, and why.
-    Decision { step: u64, reason: &'a str },
+    Decision {
+        step: u64,
+        reason: &'a str,
+    },
 }
 
 pub(crate) struct Tracer {

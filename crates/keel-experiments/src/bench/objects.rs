@@ -246,7 +246,12 @@ fn table1_configs() -> Vec<Config> {
     vec![
         config("No LB", "block", Invocation::Never, "none"),
         config("Greedy", "greedy", Invocation::Adaptive, "none"),
-        config("Greedy + stealing", "greedy", Invocation::Adaptive, STEALING),
+        config(
+            "Greedy + stealing",
+            "greedy",
+            Invocation::Adaptive,
+            STEALING,
+        ),
         config("No LB + stealing", "block", Invocation::Never, STEALING),
         config("Greedy every 50", "greedy", every(50), "none"),
     ]
@@ -257,7 +262,12 @@ fn invocation_configs() -> Vec<Config> {
     vec![
         config("No LB", "block", Invocation::Never, "none"),
         config("Greedy", "greedy", Invocation::Adaptive, "none"),
-        config("Greedy + stealing", "greedy", Invocation::Adaptive, STEALING),
+        config(
+            "Greedy + stealing",
+            "greedy",
+            Invocation::Adaptive,
+            STEALING,
+        ),
         config("Greedy every 50", "greedy", every(50), "none"),
     ]
 }

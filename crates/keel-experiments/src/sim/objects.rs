@@ -34,11 +34,11 @@
 //! assert_eq!((report.table1.len(), report.table2.len()), (5, 1));
 //! ```
 
+use keel_policy::Spec;
 use keel_sim::objects::{
     simulate_with_progress, Balancing, ObjectsModel, ObjectsRun, WorkloadCosts, DEFAULT_STEAL_COST,
 };
 use keel_sim::{Noise, SimError, WorkerModel};
-use keel_policy::Spec;
 use keel_workloads::objects::object_workload;
 use serde::Serialize;
 
@@ -209,8 +209,10 @@ fn workload_spec(config: &ObjectsConfig) -> Result<String> {
     let mut spec = Spec::parse(given.trim())
         .map_err(|e| ExperimentError::Invalid(format!("sim objects: --workload: {e}")))?;
     if spec.get("pus").is_none() {
-        spec.params
-            .insert(0, ("pus".into(), keel_policy::SpecValue::Token(pus.to_string())));
+        spec.params.insert(
+            0,
+            ("pus".into(), keel_policy::SpecValue::Token(pus.to_string())),
+        );
     }
     Ok(spec.to_string())
 }

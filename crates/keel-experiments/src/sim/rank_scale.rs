@@ -323,7 +323,9 @@ fn tree_row(
     }
     let non_leader = (0..ranks)
         .filter(|r| r % group != 0)
-        .map(|r| per_rank as u64 * DESTINATION_BYTES + imports[r] * DESTINATION_BYTES + METRICS_BYTES)
+        .map(|r| {
+            per_rank as u64 * DESTINATION_BYTES + imports[r] * DESTINATION_BYTES + METRICS_BYTES
+        })
         .max()
         .unwrap_or(0);
     let leader = gather
@@ -352,7 +354,10 @@ pub fn run(config: &RankScaleConfig, progress: &mut dyn FnMut(&str)) -> Result<R
     if config.ranks.is_empty()
         || config.ranks.iter().any(|&r| !(2..=1 << 20).contains(&r))
         || config.objects_per_rank.is_empty()
-        || config.objects_per_rank.iter().any(|&k| !(1..=1 << 16).contains(&k))
+        || config
+            .objects_per_rank
+            .iter()
+            .any(|&k| !(1..=1 << 16).contains(&k))
         || config.group.is_some_and(|g| g < 2)
     {
         return Err(ExperimentError::Invalid(
@@ -366,13 +371,26 @@ pub fn run(config: &RankScaleConfig, progress: &mut dyn FnMut(&str)) -> Result<R
             let loads = loads(ranks, per_rank, config.seed);
             let current: Vec<usize> = (0..loads.len()).map(|o| o / per_rank).collect();
             if loads.len() <= config.one_level_max_objects {
-                rows.push(one_level(&config.policy, &loads, &current, ranks, per_rank)?);
+                rows.push(one_level(
+                    &config.policy,
+                    &loads,
+                    &current,
+                    ranks,
+                    per_rank,
+                )?);
             }
             let group = config
                 .group
                 .unwrap_or_else(|| (ranks as f64).sqrt().ceil() as usize)
                 .clamp(2, ranks);
-            rows.push(tree_row(&config.policy, &loads, &current, ranks, per_rank, group)?);
+            rows.push(tree_row(
+                &config.policy,
+                &loads,
+                &current,
+                ranks,
+                per_rank,
+                group,
+            )?);
         }
     }
     Ok(RankScaleReport {
@@ -401,10 +419,22 @@ mod tests {
     #[test]
     fn bad_configurations_are_refused() {
         for bad in [
-            RankScaleConfig { ranks: vec![1], ..RankScaleConfig::default() },
-            RankScaleConfig { objects_per_rank: vec![0], ..RankScaleConfig::default() },
-            RankScaleConfig { group: Some(1), ..RankScaleConfig::default() },
-            RankScaleConfig { ranks: vec![], ..RankScaleConfig::default() },
+            RankScaleConfig {
+                ranks: vec![1],
+                ..RankScaleConfig::default()
+            },
+            RankScaleConfig {
+                objects_per_rank: vec![0],
+                ..RankScaleConfig::default()
+            },
+            RankScaleConfig {
+                group: Some(1),
+                ..RankScaleConfig::default()
+            },
+            RankScaleConfig {
+                ranks: vec![],
+                ..RankScaleConfig::default()
+            },
         ] {
             assert!(run(&bad, &mut |_| {}).is_err());
         }

@@ -76,9 +76,7 @@ fn pool() -> ThreadPool {
 /// every step, and that every rank took the same rank-level decision;
 /// at the end, that every state equals its recomputation. Returns the
 /// objects moved across ranks and the balancing steps.
-fn conserved_every_step(
-    configure: impl Fn() -> DistributedBuilder + Sync,
-) -> (usize, usize) {
+fn conserved_every_step(configure: impl Fn() -> DistributedBuilder + Sync) -> (usize, usize) {
     let ranks = 3;
     let steps = 12u64;
     let results = LocalRanks::run(ranks, |comm| {
@@ -150,13 +148,29 @@ fn objects_and_their_state_are_conserved_across_migrations_every_step() {
 }
 
 #[test]
+fn a_plan_decided_in_a_tree_conserves_every_object_too() {
+    let (moved, balances) = conserved_every_step(|| {
+        DistributedObjects::builder()
+            .plan_shape(crate::PlanShape::Tree { group: 2 })
+            .period(3)
+    });
+    assert!(
+        moved > 0 && balances == 4,
+        "{balances} balances, {moved} moved"
+    );
+}
+
+#[test]
 fn the_adaptive_default_balances_when_it_pays_and_conserves_every_object() {
     let (moved, balances) = conserved_every_step(|| {
         DistributedObjects::builder().local_invocation(Invocation::Adaptive)
     });
     // Rank 0 carries about a millisecond a step more than the others: the
     // loss repays a balancing step within the first few steps.
-    assert!(balances >= 1 && moved > 0, "{balances} balances, {moved} moved");
+    assert!(
+        balances >= 1 && moved > 0,
+        "{balances} balances, {moved} moved"
+    );
     let default = DistributedObjects::builder();
     assert_eq!(default.invocation, None, "unset: the adaptive default");
 }

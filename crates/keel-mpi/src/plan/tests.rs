@@ -8,6 +8,16 @@ fn run(
     objects: &[Vec<LocalObject>],
     background: &[f64],
 ) -> Vec<Result<Plan, PlanError>> {
+    run_shaped(PlanShape::OneLevel, spec, objects, background)
+}
+
+/// [`run`] in the given shape.
+fn run_shaped(
+    shape: PlanShape,
+    spec: &str,
+    objects: &[Vec<LocalObject>],
+    background: &[f64],
+) -> Vec<Result<Plan, PlanError>> {
     LocalRanks::run(objects.len(), |comm| {
         let r = comm.rank();
         plan(
@@ -17,6 +27,7 @@ fn run(
                 objects: &objects[r],
                 background: background.get(r).copied().unwrap_or(0.0),
                 speed: 1.0,
+                shape,
             },
         )
     })
@@ -263,6 +274,169 @@ proptest! {
             // A policy may refuse an input (block moves pinned objects, say):
             // then every rank returns the same error.
             Err(e) => prop_assert!(results.iter().all(|r| r.as_ref().err() == Some(e))),
+        }
+    }
+}
+
+/// The tree: every object on exactly one rank, exports and imports paired,
+/// the same metrics everywhere, unmigratable objects kept, in every
+/// grouping, and a persistent imbalance balanced.
+mod in_a_tree {
+    use super::*;
+
+    #[test]
+    fn a_heavy_group_lends_to_the_light_ones() {
+        let objs = objects(6, 8, |r, i| if r < 2 { 4.0 + (i % 3) as f64 } else { 1.0 });
+        for group in [1, 2, 3, 4, 6] {
+            let plans: Vec<Plan> =
+                run_shaped(PlanShape::Tree { group }, "greedy-refine", &objs, &[])
+                    .into_iter()
+                    .map(|p| p.unwrap_or_else(|e| panic!("groups of {group}: {e}")))
+                    .collect();
+            check_consistent(&objs, &plans);
+            let m = &plans[0].metrics;
+            assert!(m.lambda_before > 1.0, "{m:?}");
+            assert!(m.lambda_after < 0.15, "groups of {group}: {m:?}");
+        }
+    }
+
+    #[test]
+    fn errors_are_the_same_on_every_rank_in_every_group() {
+        let objs = objects(5, 3, |_, _| 1.0);
+        let tree = PlanShape::Tree { group: 2 };
+        let mut bad = objs.clone();
+        bad[3][1].weight = -1.0;
+        for r in run_shaped(tree, "greedy", &bad, &[]) {
+            assert!(
+                matches!(r, Err(PlanError::BadInput { rank: 3, .. })),
+                "{r:?}"
+            );
+        }
+        let mut dup = objs.clone();
+        dup[4][2].id = dup[1][0].id;
+        for r in run_shaped(tree, "greedy", &dup, &[]) {
+            assert_eq!(
+                r,
+                Err(PlanError::DuplicateId {
+                    id: dup[1][0].id,
+                    first: 1,
+                    second: 4
+                })
+            );
+        }
+        // A member's spec, and a leader's, unlike rank 0's.
+        for odd in [3, 2] {
+            let results = LocalRanks::run(5, |comm| {
+                let spec = if comm.rank() == odd {
+                    "refine"
+                } else {
+                    "greedy"
+                };
+                plan(
+                    comm,
+                    &PlanRequest {
+                        spec,
+                        shape: tree,
+                        ..PlanRequest::new(&objs[comm.rank()])
+                    },
+                )
+            });
+            for r in results {
+                match r.unwrap() {
+                    Err(PlanError::SpecMismatch {
+                        rank,
+                        spec,
+                        expected,
+                    }) => {
+                        assert_eq!(
+                            (rank, spec.as_str(), expected.as_str()),
+                            (odd, "refine", "greedy")
+                        )
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // Ranks that disagree on the shape fail, not wait.
+        let results = LocalRanks::run(3, |comm| {
+            let shape = if comm.rank() == 1 {
+                PlanShape::Tree { group: 3 }
+            } else {
+                tree
+            };
+            plan(
+                comm,
+                &PlanRequest {
+                    shape,
+                    ..PlanRequest::new(&objs[comm.rank()])
+                },
+            )
+        });
+        for r in results {
+            assert!(matches!(r.unwrap(), Err(PlanError::ShapeMismatch { .. })));
+        }
+        let results = LocalRanks::run(2, |comm| {
+            let shape = if comm.rank() == 1 {
+                PlanShape::OneLevel
+            } else {
+                tree
+            };
+            plan(
+                comm,
+                &PlanRequest {
+                    shape,
+                    ..PlanRequest::new(&objs[comm.rank()])
+                },
+            )
+        });
+        for r in results {
+            assert!(r.unwrap().is_err());
+        }
+        // A rank that dies fails the others.
+        let results = LocalRanks::run(4, |comm| {
+            if comm.rank() == 3 {
+                panic!("rank 3 died");
+            }
+            plan(
+                comm,
+                &PlanRequest {
+                    shape: tree,
+                    ..PlanRequest::new(&objs[comm.rank()])
+                },
+            )
+        });
+        for r in &results[..3] {
+            assert!(matches!(r.as_ref().unwrap(), Err(PlanError::Comm(_))));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn every_object_ends_on_exactly_one_rank(
+            weights in proptest::collection::vec(proptest::collection::vec((0.0f64..100.0, any::<bool>()), 0..10), 1..8),
+            group in 1usize..5,
+            spec in prop::sample::select(vec!["greedy", "greedy-refine", "refine", "lpt-eft"]),
+        ) {
+            let objs: Vec<Vec<LocalObject>> = weights
+                .iter()
+                .enumerate()
+                .map(|(r, v)| v.iter().enumerate().map(|(i, &(w, m))| LocalObject {
+                    id: (r as u64) << 32 | i as u64,
+                    weight: w,
+                    size: i as u64,
+                    migratable: m,
+                }).collect())
+                .collect();
+            let results = run_shaped(PlanShape::Tree { group }, spec, &objs, &[]);
+            match &results[0] {
+                Ok(_) => {
+                    let plans: Vec<Plan> = results.into_iter().map(Result::unwrap).collect();
+                    check_consistent(&objs, &plans);
+                }
+                Err(e) => prop_assert!(results.iter().all(|r| r.as_ref().err() == Some(e)), "{:?}", results),
+            }
         }
     }
 }

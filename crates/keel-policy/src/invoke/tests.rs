@@ -103,7 +103,10 @@ fn a_balance_that_removed_nothing_raises_the_floor() {
     let gaps: Vec<usize> = balances.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().all(|&g| g >= 10), "{gaps:?}");
     assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
-    assert_eq!(t.backoff(), 2f64.powi(balances.len() as i32).min(MAX_BACKOFF));
+    assert_eq!(
+        t.backoff(),
+        2f64.powi(balances.len() as i32).min(MAX_BACKOFF)
+    );
 }
 
 #[test]
@@ -186,7 +189,13 @@ fn hostile_numbers_do_not_steer_it() {
         assert!(s.loss().is_finite() && s.persistence().is_finite());
         for k in 1..=10 {
             let v = t.after_step(k, &s, Some(usize::MAX));
-            assert!(matches!(v.reason, Reason::Settling | Reason::TooFewSteps | Reason::CostsMore { .. } | Reason::Pays { .. }));
+            assert!(matches!(
+                v.reason,
+                Reason::Settling
+                    | Reason::TooFewSteps
+                    | Reason::CostsMore { .. }
+                    | Reason::Pays { .. }
+            ));
         }
     }
     // A previous step of another length is ignored, not misread.

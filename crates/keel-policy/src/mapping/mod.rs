@@ -29,12 +29,12 @@ mod bucket_sort;
 mod greedy;
 mod greedy_refine;
 mod hier;
-pub mod tree;
 mod input;
 mod lpt;
 mod lpt_eft;
 mod refine;
 mod round_robin;
+pub mod tree;
 
 use std::fmt;
 

@@ -327,9 +327,8 @@ impl Balancing {
     /// `policy` every `period` steps from a block placement; a period of
     /// 0 is an error.
     pub fn periodic(policy: &str, period: usize, stealing: &str) -> Result<Self, SimError> {
-        let invocation = Invocation::every(period).ok_or_else(|| {
-            SimError::invalid("balancing period", 0, "at least 1 step (or none)")
-        })?;
+        let invocation = Invocation::every(period)
+            .ok_or_else(|| SimError::invalid("balancing period", 0, "at least 1 step (or none)"))?;
         Ok(Balancing {
             policy: policy.into(),
             initial: "block".into(),

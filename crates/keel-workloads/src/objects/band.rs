@@ -214,7 +214,10 @@ mod tests {
 
         let d = HotBand::for_pus(Motion::Drift, 4);
         assert_eq!((d.height, d.band_rows()), (8, 2));
-        let starts: Vec<usize> = [0, 74, 75, 150, 225, 299].iter().map(|&s| d.band_start(s)).collect();
+        let starts: Vec<usize> = [0, 74, 75, 150, 225, 299]
+            .iter()
+            .map(|&s| d.band_start(s))
+            .collect();
         assert_eq!(starts, [0, 0, 1, 2, 3, 3]);
 
         let h = HotBand::for_pus(Motion::Phase, 2);

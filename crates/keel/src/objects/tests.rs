@@ -565,8 +565,9 @@ fn by_default_a_persistent_imbalance_is_remapped_when_it_pays_and_said_why() {
     let skipped = reports.iter().filter(|r| !r.decision.balance).count();
     assert!(skipped >= 24);
     // Every skip says why.
-    assert!(reports
-        .iter()
-        .filter(|r| r.rebalance.is_none())
-        .all(|r| !r.decision.reason.to_string().is_empty()));
+    assert!(reports.iter().filter(|r| r.rebalance.is_none()).all(|r| !r
+        .decision
+        .reason
+        .to_string()
+        .is_empty()));
 }

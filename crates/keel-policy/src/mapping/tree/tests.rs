@@ -27,10 +27,23 @@ fn lends_move_each_groups_excess_to_the_deficits_and_nothing_within_tolerance() 
     assert!(lends(&[g(10.1), g(9.9)]).is_empty());
     // Speeds set the shares: a group twice as fast takes twice the work.
     let out = lends(&[
-        GroupLoad { work: 15.0, speed: 1.0 },
-        GroupLoad { work: 15.0, speed: 2.0 },
+        GroupLoad {
+            work: 15.0,
+            speed: 1.0,
+        },
+        GroupLoad {
+            work: 15.0,
+            speed: 2.0,
+        },
     ]);
-    assert_eq!(out, vec![Lend { from: 0, to: 1, work: 5.0 }]);
+    assert_eq!(
+        out,
+        vec![Lend {
+            from: 0,
+            to: 1,
+            work: 5.0
+        }]
+    );
     // Hostile numbers lend nothing rather than NaN.
     assert!(lends(&[g(f64::NAN), g(f64::INFINITY)]).is_empty());
     assert!(lends(&[]).is_empty());
@@ -38,8 +51,17 @@ fn lends_move_each_groups_excess_to_the_deficits_and_nothing_within_tolerance() 
 
 #[test]
 fn pick_lent_takes_from_the_most_loaded_member_and_keeps_the_unmovable() {
-    let o = |load, member, migratable| GroupObject { load, member, migratable };
-    let objects = [o(5.0, 0, false), o(2.0, 0, true), o(2.0, 1, true), o(1.0, 1, true)];
+    let o = |load, member, migratable| GroupObject {
+        load,
+        member,
+        migratable,
+    };
+    let objects = [
+        o(5.0, 0, false),
+        o(2.0, 0, true),
+        o(2.0, 1, true),
+        o(1.0, 1, true),
+    ];
     // Member 0 (7) is the most loaded, but its 5 cannot move.
     let picked = pick_lent(&objects, &[7.0, 3.0], &[2.0, 1.0]);
     assert_eq!(picked, vec![None, Some(0), None, Some(1)]);
@@ -56,7 +78,11 @@ fn errors_are_typed() {
     ));
     assert!(matches!(
         decide(&TreeInput::new(&loads, &[0, 5], 2, 1), "greedy"),
-        Err(PolicyError::PuOutOfRange { task: 1, pu: 5, npus: 2 })
+        Err(PolicyError::PuOutOfRange {
+            task: 1,
+            pu: 5,
+            npus: 2
+        })
     ));
     assert!(matches!(
         decide(&TreeInput::new(&loads, &[0, 1], 2, 1), "fastest"),
