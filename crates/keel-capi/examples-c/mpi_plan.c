@@ -3,11 +3,13 @@
  * export and import lists.
  *
  *   mpicc -DKEEL_MPI -I include examples-c/mpi_plan.c -L DIR -lkeel -o mpi_plan
- *   mpiexec -n 4 ./mpi_plan [bad]
+ *   mpiexec -n 4 ./mpi_plan [tree] [bad]
  *
  * Each rank prints `rank R/N exports E imports I keeps K`; rank 0 then
- * prints the job's lambda before and after. With `bad`, rank 1 passes a
- * NULL weights array: every rank prints the same error and exits 3. */
+ * prints the job's lambda before and after. With `tree`, the plan is
+ * decided in groups of 2 ranks (keel_mpi_plan_tree). With `bad`, rank 1
+ * passes a NULL weights array: every rank prints the same error and
+ * exits 3. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +21,11 @@ int main(int argc, char **argv) {
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int bad = argc > 1 && strcmp(argv[1], "bad") == 0;
+    int bad = 0, tree = 0;
+    for (int a = 1; a < argc; a++) {
+        bad |= strcmp(argv[a], "bad") == 0;
+        tree |= strcmp(argv[a], "tree") == 0;
+    }
 
     enum { N = 16 };
     uint64_t ids[N], sizes[N];
@@ -30,9 +36,11 @@ int main(int argc, char **argv) {
         sizes[i] = 1024;
     }
     keel_mpi_plan_result *plan = NULL;
-    keel_status status = keel_mpi_plan(MPI_Comm_c2f(MPI_COMM_WORLD), "greedy", ids,
-                                       bad && rank == 1 ? NULL : weights, sizes, NULL, N,
-                                       0.0, 1.0, &plan);
+    const double *w = bad && rank == 1 ? NULL : weights;
+    MPI_Fint comm = MPI_Comm_c2f(MPI_COMM_WORLD);
+    keel_status status =
+        tree ? keel_mpi_plan_tree(comm, 2, "greedy", ids, w, sizes, NULL, N, 0.0, 1.0, &plan)
+             : keel_mpi_plan(comm, "greedy", ids, w, sizes, NULL, N, 0.0, 1.0, &plan);
     if (status != KEEL_OK) {
         printf("rank %d/%d error %s: %s\n", rank, size, keel_status_name(status),
                keel_last_error_message());

@@ -21,7 +21,8 @@ module keel
   public :: keel_pool_new, keel_pool_threads, keel_pool_free, keel_parallel_for
   public :: keel_parallel_for_id, keel_parallel_for_hinted, keel_pool_last_stats
   public :: keel_loop_record_stats
-  public :: keel_transfer, keel_mpi_metrics, keel_mpi_plan, keel_mpi_plan_destinations
+  public :: keel_transfer, keel_mpi_metrics, keel_mpi_plan, keel_mpi_plan_tree
+  public :: keel_mpi_plan_destinations
   public :: keel_mpi_plan_exports, keel_mpi_plan_imports, keel_mpi_plan_metrics, keel_mpi_plan_free
 
   ! keel_status
@@ -183,6 +184,20 @@ module keel
       real(c_double), value :: background, speed
       type(c_ptr), intent(out) :: out
       integer(c_int) :: keel_mpi_plan
+    end function
+    ! The same decided in groups of `group` ranks (leaders gather only
+    ! their members' objects): the shape for thousands of ranks.
+    function keel_mpi_plan_tree(comm, group, spec, ids, weights, sizes, migratable, &
+                                num_objects, background, speed, out) &
+        bind(c, name='keel_mpi_plan_tree')
+      import :: c_int, c_ptr, c_size_t, c_double
+      integer(c_int), value :: comm
+      integer(c_size_t), value :: group
+      type(c_ptr), value :: spec, ids, weights, sizes, migratable
+      integer(c_size_t), value :: num_objects
+      real(c_double), value :: background, speed
+      type(c_ptr), intent(out) :: out
+      integer(c_int) :: keel_mpi_plan_tree
     end function
     function keel_mpi_plan_destinations(plan, len) bind(c, name='keel_mpi_plan_destinations')
       import :: c_ptr, c_size_t

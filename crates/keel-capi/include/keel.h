@@ -304,6 +304,32 @@ enum keel_status keel_mpi_plan(int comm,
 #endif
 
 #if defined(KEEL_MPI)
+// As `keel_mpi_plan`, decided in a tree: ranks in groups of `group`
+// consecutive ranks, each group's first rank its leader. A leader
+// gathers only its members' objects and every rank one summary per
+// group, where `keel_mpi_plan` gathers every object on every rank: the
+// shape for thousands of ranks. The outputs, and the same error on every
+// rank, are as `keel_mpi_plan`'s; `spec` places each group's objects on
+// its members. Every rank passes the same `group` (≥ 1); ranks that pass
+// different groups, or call `keel_mpi_plan` instead, all fail at once.
+//
+// # Safety
+//
+// As `keel_mpi_plan`'s.
+enum keel_status keel_mpi_plan_tree(int comm,
+                                    size_t group,
+                                    const char *spec,
+                                    const uint64_t *ids,
+                                    const double *weights,
+                                    const uint64_t *sizes,
+                                    const uint8_t *migratable,
+                                    size_t num_objects,
+                                    double background,
+                                    double speed,
+                                    struct keel_mpi_plan_result **out);
+#endif
+
+#if defined(KEEL_MPI)
 // The rank of each of this rank's objects after the plan, in the order
 // passed; `*len` gets the count. NULL (and 0) for a NULL plan.
 //

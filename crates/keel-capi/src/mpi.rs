@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use keel_mpi::{plan_or_refuse, LocalObject, MpiComm, PlanError, PlanRequest};
+use keel_mpi::{plan_in_tree, plan_or_refuse, LocalObject, MpiComm, PlanError, PlanRequest};
 use mpi::ffi;
 use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
@@ -118,6 +118,88 @@ pub unsafe extern "C" fn keel_mpi_plan(
     speed: f64,
     out: *mut *mut keel_mpi_plan_result,
 ) -> keel_status {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        plan_shaped(
+            None,
+            comm,
+            spec,
+            ids,
+            weights,
+            sizes,
+            migratable,
+            num_objects,
+            background,
+            speed,
+            out,
+        )
+    }
+}
+
+/// As `keel_mpi_plan`, decided in a tree: ranks in groups of `group`
+/// consecutive ranks, each group's first rank its leader. A leader
+/// gathers only its members' objects and every rank one summary per
+/// group, where `keel_mpi_plan` gathers every object on every rank: the
+/// shape for thousands of ranks. The outputs, and the same error on every
+/// rank, are as `keel_mpi_plan`'s; `spec` places each group's objects on
+/// its members. Every rank passes the same `group` (≥ 1); ranks that pass
+/// different groups, or call `keel_mpi_plan` instead, all fail at once.
+///
+/// # Safety
+///
+/// As `keel_mpi_plan`'s.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn keel_mpi_plan_tree(
+    comm: c_int,
+    group: usize,
+    spec: *const c_char,
+    ids: *const u64,
+    weights: *const f64,
+    sizes: *const u64,
+    migratable: *const u8,
+    num_objects: usize,
+    background: f64,
+    speed: f64,
+    out: *mut *mut keel_mpi_plan_result,
+) -> keel_status {
+    // SAFETY: the caller's contract, passed on.
+    unsafe {
+        plan_shaped(
+            Some(group),
+            comm,
+            spec,
+            ids,
+            weights,
+            sizes,
+            migratable,
+            num_objects,
+            background,
+            speed,
+            out,
+        )
+    }
+}
+
+/// `keel_mpi_plan` (`group` `None`) and `keel_mpi_plan_tree`.
+///
+/// # Safety
+///
+/// As `keel_mpi_plan`'s.
+#[allow(clippy::too_many_arguments)]
+unsafe fn plan_shaped(
+    group: Option<usize>,
+    comm: c_int,
+    spec: *const c_char,
+    ids: *const u64,
+    weights: *const f64,
+    sizes: *const u64,
+    migratable: *const u8,
+    num_objects: usize,
+    background: f64,
+    speed: f64,
+    out: *mut *mut keel_mpi_plan_result,
+) -> keel_status {
     guard(|| {
         if out.is_null() {
             return Err(Failure::null("out"));
@@ -150,18 +232,17 @@ pub unsafe extern "C" fn keel_mpi_plan(
         // This rank's verdict on its arguments travels with the call.
         // SAFETY: the caller's contract on each pointer.
         let local = unsafe { arguments(spec, ids, weights, sizes, migratable, num_objects) };
-        let decided = match &local {
-            Ok((spec, objects)) => {
-                let request = PlanRequest {
-                    spec,
-                    objects,
-                    background,
-                    speed,
-                    shape: keel_mpi::PlanShape::OneLevel,
-                };
-                plan_or_refuse(&comm, Ok(&request))
-            }
-            Err(reason) => plan_or_refuse(&comm, Err(reason.clone())),
+        let request = local.as_ref().map(|(spec, objects)| PlanRequest {
+            spec,
+            objects,
+            background,
+            speed,
+            shape: keel_mpi::PlanShape::OneLevel,
+        });
+        let request = request.as_ref().map_err(|reason| (*reason).clone());
+        let decided = match group {
+            None => plan_or_refuse(&comm, request),
+            Some(group) => plan_in_tree(&comm, request, group),
         }
         .map_err(failure)?;
         let result = keel_mpi_plan_result {
