@@ -410,6 +410,92 @@ mod in_a_tree {
         }
     }
 
+    /// A collective layer that counts the bytes each operation brings
+    /// this rank, the sizes `MpiComm` exchanges first included (8 bytes per
+    /// rank per variable-size operation).
+    struct Counting<'a> {
+        inner: &'a crate::LocalComm,
+        received: std::cell::Cell<u64>,
+    }
+
+    impl Collective for Counting<'_> {
+        fn rank(&self) -> usize {
+            self.inner.rank()
+        }
+        fn size(&self) -> usize {
+            self.inner.size()
+        }
+        fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
+            let all = self.inner.all_gather(mine)?;
+            let bytes: usize = all.iter().map(Vec::len).sum::<usize>() - mine.len();
+            self.received
+                .set(self.received.get() + bytes as u64 + 8 * all.len() as u64);
+            Ok(all)
+        }
+        fn all_to_all(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, CommError> {
+            let all = self.inner.all_to_all(outgoing)?;
+            let bytes: usize = all.iter().map(Vec::len).sum::<usize>() - all[self.rank()].len();
+            self.received
+                .set(self.received.get() + bytes as u64 + 8 * all.len() as u64);
+            Ok(all)
+        }
+        fn broadcast(&self, root: usize, data: &mut Vec<u8>) -> Result<(), CommError> {
+            self.inner.broadcast(root, data)?;
+            self.received.set(self.received.get() + data.len() as u64);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_rank_that_leads_no_group_receives_its_answer_and_the_summaries_not_every_object() {
+        let (ranks, per_rank, group) = (32, 64, 8);
+        let objs = objects(ranks, per_rank, |r, i| {
+            if r < 8 {
+                4.0
+            } else {
+                1.0 + (i % 2) as f64
+            }
+        });
+        let received = |shape: PlanShape| -> Vec<u64> {
+            LocalRanks::run(ranks, |comm| {
+                let counting = Counting {
+                    inner: comm,
+                    received: std::cell::Cell::new(0),
+                };
+                let request = PlanRequest {
+                    shape,
+                    ..PlanRequest::new(&objs[comm.rank()])
+                };
+                plan(&counting, &request).unwrap();
+                counting.received.get()
+            })
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+        };
+        let one = received(PlanShape::OneLevel);
+        let tree = received(PlanShape::Tree { group });
+        // One level: every rank receives every other rank's 64 records.
+        assert!(one.iter().all(|&b| b > 31 * 64 * 25), "{one:?}");
+        // The tree: a non-leader receives the ids hashed to it, the shape,
+        // the summaries, its answer and the sizes of seven operations (8
+        // bytes per rank each): about its own objects' worth, not every
+        // rank's.
+        let non_leader = (0..ranks)
+            .filter(|r| r % group != 0)
+            .map(|r| tree[r])
+            .max()
+            .unwrap();
+        let sizes = 7 * 8 * ranks as u64;
+        assert!(
+            non_leader < sizes + 32 * per_rank as u64,
+            "{non_leader} bytes"
+        );
+        assert!(10 * non_leader < one[0], "{non_leader} against {}", one[0]);
+        let leader = (0..ranks).step_by(group).map(|r| tree[r]).max().unwrap();
+        assert!(leader < one[0], "a leader {leader}, one level {}", one[0]);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
