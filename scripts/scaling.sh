@@ -71,8 +71,9 @@ for t in "${threads[@]}"; do
         done
         ;;
     mpi)
-        run "mpi-${t}x1" "$bin/keel" mpi bench --ranks "$t" --threads 1 --reps 3 --quiet
-        [ "$t" -ge 4 ] && run "mpi-$((t / 4))x4" "$bin/keel" mpi bench --ranks "$((t / 4))" --threads 4 --reps 3 --quiet
+        w=persistent,drift,phase,lassen
+        run "mpi-${t}x1" "$bin/keel" mpi bench --workload "$w" --ranks "$t" --threads 1 --reps 3 --quiet
+        [ "$t" -ge 4 ] && run "mpi-$((t / 4))x4" "$bin/keel" mpi bench --workload "$w" --ranks "$((t / 4))" --threads 4 --reps 3 --quiet
         ;;
     *)
         echo "unknown section $section" >&2

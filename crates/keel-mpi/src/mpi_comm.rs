@@ -77,16 +77,23 @@ impl MpiComm {
     }
 }
 
+/// A payload's length as the ranks exchange it: 4 bytes per rank (MPI
+/// counts are `int`s, so a longer payload cannot move anyway; it saturates
+/// and is refused).
+fn wire_length(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
 /// Counts and displacements for parts of `lengths` bytes, if MPI can
 /// count them.
-fn partition(lengths: &[u64]) -> Option<(Vec<Count>, Vec<Count>)> {
+fn partition(lengths: &[u32]) -> Option<(Vec<Count>, Vec<Count>)> {
     let mut counts = Vec::with_capacity(lengths.len());
     let mut displs = Vec::with_capacity(lengths.len());
     let mut at: u64 = 0;
     for &len in lengths {
         displs.push(Count::try_from(at).ok()?);
         counts.push(Count::try_from(len).ok()?);
-        at = at.checked_add(len).filter(|&t| t <= LIMIT)?;
+        at = at.checked_add(u64::from(len)).filter(|&t| t <= LIMIT)?;
     }
     Some((counts, displs))
 }
@@ -110,12 +117,12 @@ impl Collective for MpiComm {
     }
 
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
-        let len = mine.len() as u64;
-        let mut lengths = vec![0u64; self.size];
+        let len = wire_length(mine.len());
+        let mut lengths = vec![0u32; self.size];
         self.comm.all_gather_into(&len, &mut lengths[..]);
         // Every rank sees the same lengths, so every rank refuses alike.
         let (counts, displs) = partition(&lengths).ok_or(CommError::TooLarge {
-            bytes: lengths.iter().sum(),
+            bytes: lengths.iter().map(|&l| u64::from(l)).sum(),
             limit: LIMIT,
         })?;
         let total: usize = counts.iter().map(|&c| c as usize).sum();
@@ -131,10 +138,10 @@ impl Collective for MpiComm {
         // A wrong row length is this rank's bug; the others learn of it
         // through the agreement below instead of waiting.
         let row_ok = outgoing.len() == self.size;
-        let send_lengths: Vec<u64> = (0..self.size)
-            .map(|r| outgoing.get(r).map_or(0, |p| p.len() as u64))
+        let send_lengths: Vec<u32> = (0..self.size)
+            .map(|r| outgoing.get(r).map_or(0, |p| wire_length(p.len())))
             .collect();
-        let mut recv_lengths = vec![0u64; self.size];
+        let mut recv_lengths = vec![0u32; self.size];
         self.comm
             .all_to_all_into(&send_lengths[..], &mut recv_lengths[..]);
         let send = partition(&send_lengths);
@@ -150,7 +157,7 @@ impl Collective for MpiComm {
                 bytes: send_lengths
                     .iter()
                     .chain(&recv_lengths)
-                    .copied()
+                    .map(|&l| u64::from(l))
                     .max()
                     .unwrap_or(0),
                 limit: LIMIT,

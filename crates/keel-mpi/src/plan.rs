@@ -277,19 +277,16 @@ pub fn plan_in_tree<C: Collective + ?Sized>(
     request: Result<&PlanRequest<'_>, String>,
     group: usize,
 ) -> Result<Plan, PlanError> {
-    // Every rank first says which shape it runs (the one-level plan's
-    // first step is an all-gather too): ranks that disagree fail at once
-    // instead of waiting in different collectives.
-    let mut mine = TREE_MAGIC.to_vec();
-    mine.extend_from_slice(&(group as u64).to_le_bytes());
+    // Every rank first says which shape it runs, in 4 bytes (the one-level
+    // plan's first step is an all-gather too, of a longer contribution):
+    // ranks that disagree fail at once instead of waiting in different
+    // collectives.
+    let mine = u32::try_from(group).unwrap_or(u32::MAX).to_le_bytes();
     let all = comm.all_gather(&mine)?;
-    if let Some((rank, theirs)) = all.iter().enumerate().find(|(_, b)| **b != mine) {
-        let shape = match theirs
-            .strip_prefix(TREE_MAGIC)
-            .and_then(|g| <[u8; 8]>::try_from(g).ok())
-        {
-            Some(g) => format!("groups of {}", u64::from_le_bytes(g)),
-            None => "a one-level plan".to_string(),
+    if let Some((rank, theirs)) = all.iter().enumerate().find(|(_, b)| b[..] != mine) {
+        let shape = match <[u8; 4]>::try_from(&theirs[..]) {
+            Ok(g) => format!("groups of {}", u32::from_le_bytes(g)),
+            Err(_) => "a one-level plan".to_string(),
         };
         return Err(PlanError::ShapeMismatch {
             rank,
@@ -305,9 +302,6 @@ pub fn plan_in_tree<C: Collective + ?Sized>(
     }
     tree::plan(comm, request, group)
 }
-
-/// The first bytes of a tree plan's shape announcement.
-const TREE_MAGIC: &[u8; 4] = b"KLTR";
 
 /// [`plan`] for a caller that may have found this rank's input wrong
 /// before it could make a [`PlanRequest`] (a C caller's NULL array, say):

@@ -73,6 +73,10 @@ pub fn run(args: &RankScaleArgs, out: &mut dyn Write) -> Result<(), CliError> {
         report::duration(r.latency),
         r.bandwidth / 1e9
     )?;
+    writeln!(
+        out,
+        "received: data each rank receives; + sizes: what an MPI layer's variable-size collectives add (4 bytes per rank per operation)"
+    )?;
     let mut rows = vec![[
         "ranks × objects".to_string(),
         "shape".into(),
@@ -81,6 +85,7 @@ pub fn run(args: &RankScaleArgs, out: &mut dyn Write) -> Result<(), CliError> {
         "step".into(),
         "received (non-leader)".into(),
         "received (leader)".into(),
+        "+ sizes".into(),
         "makespan ÷ ideal".into(),
         "before".into(),
         "moved".into(),
@@ -94,6 +99,7 @@ pub fn run(args: &RankScaleArgs, out: &mut dyn Write) -> Result<(), CliError> {
             report::duration(x.step_s),
             bytes(x.bytes_non_leader),
             bytes(x.bytes_leader),
+            bytes(x.count_bytes),
             format!("{:.3}", x.makespan_over_ideal),
             format!("{:.3}", x.before_over_ideal),
             x.migrations.to_string(),

@@ -11,12 +11,19 @@
 //! simulator's network link ([`DEFAULT_BANDWIDTH`] per node link,
 //! [`DEFAULT_MIGRATION_LATENCY`] per message) and counted exactly:
 //!
-//! | phase | one level | tree |
+//! | phase | one level | tree (as `keel_mpi::plan_in_tree` sends them) |
 //! |---|---|---|
+//! | shape | — | every rank all-gathers every rank's 4-byte group size |
+//! | ids | — | each id (8 bytes) to the rank its hash names |
 //! | gather | every rank receives every record (25 bytes each) | a leader receives its members' records |
-//! | top | — | leaders all-gather one 16-byte summary per group |
+//! | top | — | every rank all-gathers one 64-byte summary per group |
 //! | lend | — | lent records leader to leader, their destinations back |
-//! | answer | — | a leader sends each member its objects' destinations |
+//! | answer | — | a leader sends each member its objects' destinations and imports |
+//! | outcome | — | every rank all-gathers one 40-byte outcome per group |
+//!
+//! Besides the data, an MPI layer's variable-size collectives exchange
+//! each rank's size first (`count_bytes`: 4 bytes per rank per operation,
+//! one operation one level, eight the tree).
 //!
 //! The problem: `objects` per rank, loads `1 + U/2` (U uniform in [0, 1),
 //! a fixed xorshift stream from `seed`), four times heavier on the first
@@ -48,15 +55,29 @@ use crate::error::{ExperimentError, Result};
 /// size, flags).
 pub const RECORD_BYTES: u64 = 25;
 
-/// Bytes of one group's summary (work and speed).
-pub const SUMMARY_BYTES: u64 = 16;
+/// Bytes of one group's summary (work, speed, times, objects, spec,
+/// error flag), about what `keel-mpi` encodes.
+pub const SUMMARY_BYTES: u64 = 64;
+
+/// Bytes of one group's outcome (times, migrations, bytes moved, error
+/// flag).
+pub const OUTCOME_BYTES: u64 = 40;
+
+/// Bytes of a rank's shape announcement.
+pub const SHAPE_BYTES: u64 = 4;
+
+/// Bytes of an id on its way to the rank that checks it for duplicates.
+pub const ID_BYTES: u64 = 8;
+
+/// The tree's variable-size collective operations (`keel_mpi::plan_in_tree`).
+pub const TREE_OPERATIONS: u64 = 8;
+
+/// Bytes of one rank's size in a variable-size collective (`keel_mpi`'s
+/// MPI layer exchanges them as 32-bit counts).
+pub const COUNT_BYTES: u64 = 4;
 
 /// Bytes of one destination a leader sends back (id and rank).
 pub const DESTINATION_BYTES: u64 = 16;
-
-/// Bytes of the metrics every rank gets (λ before and after, makespan,
-/// migrations, bytes moved, objects, ...).
-pub const METRICS_BYTES: u64 = 64;
 
 /// What to simulate.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,6 +133,9 @@ pub struct ScaleRow {
     pub bytes_non_leader: u64,
     /// Bytes the busiest leader receives (one level: every rank's).
     pub bytes_leader: u64,
+    /// Bytes of sizes every rank receives besides the data (4 per rank per
+    /// variable-size operation).
+    pub count_bytes: u64,
     /// The slowest rank's load after the plan ÷ (total ÷ ranks).
     pub makespan_over_ideal: f64,
     /// The slowest rank's load before ÷ ideal.
@@ -198,6 +222,7 @@ fn one_level(
         step_s: decide_s + messages_s,
         bytes_non_leader: bytes,
         bytes_leader: bytes,
+        count_bytes: COUNT_BYTES * ranks as u64,
         makespan_over_ideal: max_load(loads, decided.as_slice(), ranks) / ideal,
         before_over_ideal: max_load(loads, current, ranks) / ideal,
         migrations: keel_policy::metrics::migrations(current, decided.as_slice()),
@@ -295,8 +320,12 @@ fn tree_row(
     let decide_s = top_s + slowest_group;
     // Messages, phase by phase, at the busiest endpoint.
     let gather = (group as u64 - 1) * per_rank as u64 * RECORD_BYTES;
-    let top = ceil_log2(groups) * DEFAULT_MIGRATION_LATENCY
-        + (groups as u64 * SUMMARY_BYTES) as f64 / DEFAULT_BANDWIDTH;
+    // Shapes, summaries and outcomes: all-gathers over every rank
+    // (recursive doubling's latency; the summaries' and shapes' bytes).
+    let top = 3.0 * ceil_log2(ranks) * DEFAULT_MIGRATION_LATENCY
+        + ((groups as u64 * (SUMMARY_BYTES + OUTCOME_BYTES)) + SHAPE_BYTES * ranks as u64) as f64
+            / DEFAULT_BANDWIDTH
+        + message(ID_BYTES * per_rank as u64);
     let lend_busiest = lent_in_bytes
         .iter()
         .zip(&lent_out_bytes)
@@ -310,28 +339,32 @@ fn tree_row(
         message(lend_busiest) + message(lend_busiest / RECORD_BYTES * DESTINATION_BYTES)
     };
     let answer = (group as u64 - 1) * per_rank as u64 * DESTINATION_BYTES;
-    // The metrics: an all-reduce among leaders, a broadcast in each group.
-    let metrics = (ceil_log2(groups) + ceil_log2(group)) * DEFAULT_MIGRATION_LATENCY;
-    let messages_s = message(gather) + top + lend + message(answer) + metrics;
-    // A member receives its objects' destinations, the records of its
-    // imports and the metrics.
+    let messages_s = message(gather) + top + lend + message(answer);
+    // Every rank: the shapes, the ids hashed to it (about its own count),
+    // every summary and outcome, its answer (its objects' destinations,
+    // its imports).
     let mut imports = vec![0u64; ranks];
     for (o, &r) in destinations.iter().enumerate() {
         if r != current[o] {
             imports[r] += 1;
         }
     }
+    let everyone = SHAPE_BYTES * ranks as u64
+        + ID_BYTES * per_rank as u64
+        + (SUMMARY_BYTES + OUTCOME_BYTES) * groups as u64;
+    let answer_of = |r: usize| per_rank as u64 * DESTINATION_BYTES + imports[r] * DESTINATION_BYTES;
     let non_leader = (0..ranks)
         .filter(|r| r % group != 0)
-        .map(|r| {
-            per_rank as u64 * DESTINATION_BYTES + imports[r] * DESTINATION_BYTES + METRICS_BYTES
-        })
+        .map(|r| everyone + answer_of(r))
         .max()
         .unwrap_or(0);
-    let leader = gather
-        + groups as u64 * SUMMARY_BYTES
-        + lent_in_bytes.iter().copied().max().unwrap_or(0)
-        + METRICS_BYTES;
+    let leader = (0..ranks)
+        .step_by(group)
+        .map(|r| everyone + answer_of(r))
+        .max()
+        .unwrap_or(0)
+        + gather
+        + lent_in_bytes.iter().copied().max().unwrap_or(0);
     let ideal = loads.iter().sum::<f64>() / ranks as f64;
     Ok(ScaleRow {
         ranks,
@@ -343,6 +376,7 @@ fn tree_row(
         step_s: decide_s + messages_s,
         bytes_non_leader: non_leader,
         bytes_leader: leader,
+        count_bytes: TREE_OPERATIONS * COUNT_BYTES * ranks as u64,
         makespan_over_ideal: max_load(loads, &destinations, ranks) / ideal,
         before_over_ideal: max_load(loads, current, ranks) / ideal,
         migrations: keel_policy::metrics::migrations(current, &destinations),

@@ -411,7 +411,7 @@ mod in_a_tree {
     }
 
     /// A collective layer that counts the bytes each operation brings
-    /// this rank, the sizes `MpiComm` exchanges first included (8 bytes per
+    /// this rank, the sizes `MpiComm` exchanges first included (4 bytes per
     /// rank per variable-size operation).
     struct Counting<'a> {
         inner: &'a crate::LocalComm,
@@ -429,14 +429,14 @@ mod in_a_tree {
             let all = self.inner.all_gather(mine)?;
             let bytes: usize = all.iter().map(Vec::len).sum::<usize>() - mine.len();
             self.received
-                .set(self.received.get() + bytes as u64 + 8 * all.len() as u64);
+                .set(self.received.get() + bytes as u64 + 4 * all.len() as u64);
             Ok(all)
         }
         fn all_to_all(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, CommError> {
             let all = self.inner.all_to_all(outgoing)?;
             let bytes: usize = all.iter().map(Vec::len).sum::<usize>() - all[self.rank()].len();
             self.received
-                .set(self.received.get() + bytes as u64 + 8 * all.len() as u64);
+                .set(self.received.get() + bytes as u64 + 4 * all.len() as u64);
             Ok(all)
         }
         fn broadcast(&self, root: usize, data: &mut Vec<u8>) -> Result<(), CommError> {
@@ -477,8 +477,8 @@ mod in_a_tree {
         let tree = received(PlanShape::Tree { group });
         // One level: every rank receives every other rank's 64 records.
         assert!(one.iter().all(|&b| b > 31 * 64 * 25), "{one:?}");
-        // The tree: a non-leader receives the ids hashed to it, the shape,
-        // the summaries, its answer and the sizes of seven operations (8
+        // The tree: a non-leader receives the ids hashed to it, the shapes,
+        // the summaries, its answer and the sizes of eight operations (4
         // bytes per rank each): about its own objects' worth, not every
         // rank's.
         let non_leader = (0..ranks)
@@ -486,7 +486,7 @@ mod in_a_tree {
             .map(|r| tree[r])
             .max()
             .unwrap();
-        let sizes = 7 * 8 * ranks as u64;
+        let sizes = 8 * 4 * ranks as u64;
         assert!(
             non_leader < sizes + 32 * per_rank as u64,
             "{non_leader} bytes"
