@@ -301,6 +301,12 @@ impl Object for Fragile {
 
 #[test]
 fn a_failed_migration_leaves_every_object_where_it_was() {
+    for shape in [PlanShape::OneLevel, PlanShape::Tree { group: 2 }] {
+        a_failed_migration_leaves_every_object_where_it_was_in(shape);
+    }
+}
+
+fn a_failed_migration_leaves_every_object_where_it_was_in(shape: PlanShape) {
     let results = LocalRanks::run(2, |comm| {
         let pool = pool();
         let objects: Vec<(u64, Fragile)> = if comm.rank() == 0 {
@@ -312,6 +318,7 @@ fn a_failed_migration_leaves_every_object_where_it_was() {
         // loads, so object 3 always has to travel.
         let mut run = DistributedObjects::builder()
             .rank_policy("round-robin")
+            .plan_shape(shape)
             .build(comm, &pool, objects)
             .map_err(|r| r.error)
             .unwrap();
@@ -332,4 +339,138 @@ fn a_failed_migration_leaves_every_object_where_it_was() {
     assert_eq!(objects0.len(), 8);
     assert!(objects1.is_empty());
     assert!(objects0.iter().all(|(id, o)| o.id == *id && o.steps == 2));
+}
+
+/// One domain of an object workload: its state is the checksum of the
+/// work it did, so a lost, repeated or stale step shows in it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Domain {
+    id: usize,
+    /// Which of `INVOCATION_WORKLOADS` it belongs to.
+    workload: usize,
+    steps: usize,
+    checksum: f64,
+}
+
+static WORK: std::sync::OnceLock<Vec<Box<dyn keel_workloads::objects::ObjectWorkload>>> =
+    std::sync::OnceLock::new();
+
+fn workload(name: &str) -> &'static dyn keel_workloads::objects::ObjectWorkload {
+    let all = WORK.get_or_init(|| {
+        keel_workloads::objects::INVOCATION_WORKLOADS
+            .iter()
+            .map(|w| {
+                keel_workloads::objects::object_workload(&format!("{w}:pus=3,steps=40,scale=0.02"))
+                    .unwrap()
+            })
+            .collect()
+    });
+    let i = keel_workloads::objects::INVOCATION_WORKLOADS
+        .iter()
+        .position(|w| *w == name)
+        .unwrap();
+    all[i].as_ref()
+}
+
+/// The work of `id` in `step` of `w`, as `Domain::step` does it.
+fn domain_work(w: &dyn keel_workloads::objects::ObjectWorkload, id: usize, step: usize) -> f64 {
+    use keel_workloads::objects::run_units;
+    let mut sum = run_units(w.serial_units(id, step), id as u64);
+    for c in 0..w.cells(id) {
+        sum += run_units(w.cell_units(id, step, c), c as u64);
+    }
+    sum
+}
+
+impl Object for Domain {
+    fn step(&mut self, ctx: &StepContext<'_>) {
+        let w = workload(keel_workloads::objects::INVOCATION_WORKLOADS[self.workload]);
+        let (id, step) = (self.id, ctx.step());
+        assert_eq!(step, self.steps, "domain {id} stepped out of order");
+        // The cells run as a potential task (stolen or not), summed in id
+        // order afterwards so that the checksum does not depend on who ran
+        // which chunk.
+        let parts: Vec<std::sync::Mutex<f64>> = (0..w.cells(id))
+            .map(|_| std::sync::Mutex::new(0.0))
+            .collect();
+        ctx.for_each(0..w.cells(id), |c| {
+            *parts[c].lock().unwrap() =
+                keel_workloads::objects::run_units(w.cell_units(id, step, c), c as u64);
+        });
+        let mut sum = keel_workloads::objects::run_units(w.serial_units(id, step), id as u64);
+        for p in &parts {
+            sum += *p.lock().unwrap();
+        }
+        self.checksum += sum;
+        self.steps += 1;
+    }
+}
+
+#[test]
+fn every_workload_under_adaptive_balancing_in_both_shapes_keeps_every_domain_once() {
+    use keel_workloads::objects::INVOCATION_WORKLOADS;
+    for (k, name) in INVOCATION_WORKLOADS.iter().enumerate() {
+        let w = workload(name);
+        let n = w.objects();
+        for shape in [PlanShape::OneLevel, PlanShape::Tree { group: 2 }] {
+            let results = LocalRanks::run(3, |comm| {
+                let pool = ThreadPool::builder().threads(1).pin(false).build().unwrap();
+                let block = n.div_ceil(3);
+                let mine: Vec<(u64, Domain)> = (comm.rank() * block
+                    ..((comm.rank() + 1) * block).min(n))
+                    .map(|id| {
+                        let d = Domain {
+                            id,
+                            workload: k,
+                            steps: 0,
+                            checksum: 0.0,
+                        };
+                        (id as u64, d)
+                    })
+                    .collect();
+                let mut run = DistributedObjects::builder()
+                    .rank_policy("greedy")
+                    .plan_shape(shape)
+                    .local_invocation(Invocation::Adaptive)
+                    .stealing("history-idle")
+                    .build(comm, &pool, mine)
+                    .map_err(|r| r.error)
+                    .unwrap();
+                let mut balances = 0;
+                for s in 0..w.steps() {
+                    let step = run.step().unwrap();
+                    balances += usize::from(step.rebalance.is_some());
+                    let mut mine = Vec::new();
+                    run.visit(|id, d| {
+                        assert_eq!((d.id as u64, d.steps), (id, s + 1));
+                        mine.extend_from_slice(&id.to_le_bytes());
+                    });
+                    let all = comm.all_gather(&mine).unwrap();
+                    let held: usize = all.iter().map(|b| b.len() / 8).sum();
+                    assert_eq!(held, n, "{name}, {shape:?}, after step {s}");
+                }
+                (balances, run.into_objects())
+            });
+            let mut seen = vec![false; n];
+            for r in results {
+                let (balances, objects) = r.unwrap();
+                // The band that stays on the first ranks is balanced.
+                if *name == "persistent" {
+                    assert!(balances > 0, "{shape:?}: no balancing step");
+                }
+                for (id, d) in objects {
+                    assert!(
+                        !std::mem::replace(&mut seen[id as usize], true),
+                        "{id} twice"
+                    );
+                    let want: f64 = (0..w.steps()).map(|s| domain_work(w, d.id, s)).sum();
+                    assert_eq!(d.checksum, want, "{name}, {shape:?}: domain {id}");
+                }
+            }
+            assert!(
+                seen.iter().all(|&s| s),
+                "{name}, {shape:?}: a domain was lost"
+            );
+        }
+    }
 }
