@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use keel::objects::{Object, Objects, ObjectsBuilder};
 use keel::ThreadPool;
-use keel_policy::invoke::{Invocation, LoadSummary, Trigger, Verdict};
+use keel_policy::invoke::{Invocation, LoadHistory, Trigger, Verdict};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
@@ -259,9 +259,9 @@ impl DistributedBuilder {
             local: Some(local),
             steps_done: 0,
             trigger,
-            previous_seconds: None,
+            rank_history: LoadHistory::new(),
             local_trigger,
-            previous_local: None,
+            local_history: LoadHistory::new(),
             local_failed: None,
         })
     }
@@ -330,13 +330,13 @@ pub struct DistributedObjects<'a, C: ?Sized, T> {
     steps_done: usize,
     /// When to balance across ranks.
     trigger: Trigger,
-    /// Every rank's time in the last step, unless a balance followed it.
-    previous_seconds: Option<Vec<f64>>,
+    /// Every rank's step times summed since the last balance (the same on
+    /// every rank).
+    rank_history: LoadHistory,
     /// When to remap among this rank's PUs.
     local_trigger: Trigger,
-    /// This rank's PUs' busy times in the last step, unless a remap
-    /// followed it.
-    previous_local: Option<Vec<f64>>,
+    /// This rank's PUs' busy times summed since the last remap among them.
+    local_history: LoadHistory,
     /// A local remap that failed after the last step: every rank learns of
     /// it at the next step's agreement (a local remap is this rank's
     /// alone, so it cannot wait for the others to agree at once).
@@ -432,11 +432,9 @@ where
         let may_balance = remaining != Some(0);
         // Every rank reads the same gathered times, steps and costs, so
         // every rank's trigger decides alike.
-        let summary = LoadSummary::of(&rank_seconds, self.previous_seconds.as_deref());
+        let summary = self.rank_history.add(&rank_seconds);
         let decision = self.trigger.after_step(done, &summary, remaining);
-        self.previous_seconds = Some(rank_seconds.clone());
-        let local = LoadSummary::of(&pu_busy, self.previous_local.as_deref());
-        self.previous_local = Some(pu_busy);
+        let local = self.local_history.add(&pu_busy);
         let rebalance = if may_balance && decision.balance {
             // Re-places the rank's objects among its PUs too.
             let mut r = self.rebalance()?;
@@ -452,7 +450,7 @@ where
                     Ok(r) => self.local_trigger.balanced(r.total_s),
                     Err(e) => self.local_failed = Some(e.to_string()),
                 }
-                self.previous_local = None;
+                self.local_history.clear();
             }
             None
         };
@@ -586,11 +584,11 @@ where
             Err((rank, reason)) => return Err(DistributedError::Rank { rank, reason }),
         };
         self.trigger.balanced(cost_seconds);
-        self.previous_seconds = None;
+        self.rank_history.clear();
         // The rebuild placed the objects among the PUs afresh: what the
         // local trigger measured is of another placement.
         self.local_trigger.balanced(f64::NAN);
-        self.previous_local = None;
+        self.local_history.clear();
         Ok(RankRebalance {
             after_step: self.steps_done,
             metrics: decided.metrics,

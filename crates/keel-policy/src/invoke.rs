@@ -13,34 +13,36 @@
 //! `√(2C/b)`. [`Invocation::Adaptive`] reaches the same period without
 //! fitting a model, and holds up when the imbalance does not grow
 //! linearly, by the rent-or-buy rule: **balance once the loss a balance
-//! would have removed since the last one reaches the balance's cost**
-//! (times [`PAYBACK`]). With a constant loss `w` it balances after `C/w`
-//! steps; with `b·t` after `√(2C/b)`, Meta-Balancer's period; and whatever
-//! the loads do, the time it spends balancing is at most what the
-//! imbalance had cost (a rent-or-buy algorithm is 2-competitive).
+//! would remove — the imbalance of the loads measured since the last one,
+//! which is what the balancer's database holds — reaches the balance's
+//! cost** (times [`PAYBACK`]). With a constant loss `w` per step it
+//! balances after `PAYBACK·C/w` steps; with `b·t` after
+//! `√(2·PAYBACK·C/b)`, √2 Meta-Balancer periods; and whatever the loads
+//! do, the time spent balancing is bounded by what the imbalance had cost
+//! (a rent-or-buy algorithm is 2-competitive).
 //!
 //! What a balance would remove is measured, not assumed:
 //!
-//! - **The loss of a step** is `max − mean` of its PUs' (or ranks') loads:
-//!   the time the step takes beyond a perfectly balanced one.
-//! - **Persistence.** A balance moves objects by the loads it measured;
-//!   it helps only if the heavy PUs stay heavy. Each step's loss counts in
-//!   proportion to the cosine between this step's and the last step's
-//!   deviations from the mean (clamped to `[0, 1]`): an imbalance that
-//!   moves from PU to PU every step (a front faster than the steps) counts
-//!   for nothing.
+//! - **The loss** since the last balance is `max − mean` over the PUs (or
+//!   ranks) of their loads summed since it ([`LoadHistory`]). While the
+//!   same PUs stay heavy it is the sum of the steps' own losses (each
+//!   step's `max − mean`: the time it took beyond a balanced step).
+//! - **Persistence.** An imbalance that moves from PU to PU, and
+//!   measurement noise, cancel in the sum: the loss since the last balance
+//!   then grows far slower than the sum of the steps' losses (noise like
+//!   `√t` against `t`), and a balance, which moves objects by what it
+//!   measured, would not remove it. A balance needs the loss to be at least
+//!   [`PERSISTENT_SHARE`] of the sum of the steps' losses.
 //! - **The floor.** What the last balance could not remove (objects larger
 //!   than a PU's fair share, a front that moved on before the balance
-//!   ended) is measured over the [`SETTLE_STEPS`] steps after it, and only
-//!   the loss above it counts. A balance that did not help leaves a floor
-//!   as high as the loss it was meant to remove, so the next one waits
-//!   until the loss grows beyond it; the floor halves every
-//!   [`FLOOR_HALF_LIFE_STEPS`] steps, so that a new phase of the program
-//!   is not judged by an old one.
+//!   ended) is the mean loss of the [`SETTLE_STEPS`] steps after it, and
+//!   the loss counts only above it (the floor times the steps). A balance
+//!   that did not help leaves a floor as high as the loss it was meant to
+//!   remove; the floor halves every [`FLOOR_HALF_LIFE_STEPS`] steps, so
+//!   that a new phase of the program is not judged by an old one.
 //! - **Backoff.** A balance that removed less than [`FUTILE_SHARE`] of the
-//!   loss before it doubles what the next one must repay (up to
-//!   [`MAX_BACKOFF`] times the cost); one that removed more resets it. The
-//!   floor's decay then brings futile balances back ever more rarely.
+//!   loss of the step before it doubles what the next one must repay (up
+//!   to [`MAX_BACKOFF`] times the cost); one that removed more resets it.
 //! - **The cost** is the last balance's, as the context measured it
 //!   (decision plus migration, the slowest rank's where there are ranks);
 //!   before the first, the context's estimate.
@@ -49,22 +51,21 @@
 //! and `AtSync` counts do; [`Invocation::Never`] only when asked.
 //!
 //! ```
-//! use keel_policy::invoke::{Invocation, LoadSummary, Trigger};
+//! use keel_policy::invoke::{Invocation, LoadHistory, Trigger};
 //!
 //! // Two PUs, one persistently 4 ms heavier; a balance costs about 1 ms.
 //! let mut trigger = Trigger::new(Invocation::Adaptive, 1e-3);
-//! let mut previous: Option<Vec<f64>> = None;
+//! let mut history = LoadHistory::new();
 //! let mut balanced_after = None;
 //! for step in 1..=10 {
-//!     let loads = vec![0.010, 0.006];
-//!     let summary = LoadSummary::of(&loads, previous.as_deref());
+//!     let summary = history.add(&[0.010, 0.006]);
 //!     let verdict = trigger.after_step(step, &summary, None);
 //!     if verdict.balance {
 //!         balanced_after = Some(step);
 //!         trigger.balanced(1e-3);
+//!         history.clear();
 //!         break;
 //!     }
-//!     previous = Some(loads);
 //! }
 //! // 2 ms lost per step (max − mean): twice the 1 ms cost after one step,
 //! // but a balance waits for MIN_STEPS measured steps.
@@ -87,6 +88,12 @@ pub const SETTLE_STEPS: usize = 2;
 
 /// Steps over which the floor halves.
 pub const FLOOR_HALF_LIFE_STEPS: f64 = 64.0;
+
+/// The least share of the sum of the steps' losses since the last balance
+/// that the loss of the summed loads must reach: half, where noise over
+/// `t` steps leaves about `1/√t` of it (a quarter after 16 steps) and a
+/// persistent imbalance all of it.
+pub const PERSISTENT_SHARE: f64 = 0.5;
 
 /// A balance that removed less than this share of the loss of the step
 /// before it was futile.
@@ -193,110 +200,116 @@ impl fmt::Display for Invocation {
     }
 }
 
-/// A step's PU (or rank) loads, reduced to what the trigger reads: sums a
-/// distributed context can add up across ranks instead of gathering every
-/// load. Loads are seconds of work in the step, each already divided by
-/// its PU's speed.
+/// A step's PU (or rank) loads and their sums since the last balance,
+/// reduced to what the trigger reads: maxima and sums, which a distributed
+/// context can reduce across ranks instead of gathering every load. Loads
+/// are seconds in the step (time, as each PU took it).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LoadSummary {
     /// PUs counted.
     pub count: usize,
-    /// The largest load.
+    /// This step's largest load.
     pub max: f64,
-    /// Σ loads.
+    /// Σ of this step's loads.
     pub sum: f64,
-    /// Σ loads².
-    pub sum_sq: f64,
-    /// Σ this step's load × the previous step's, PU by PU (0 without a
-    /// previous step).
-    pub cross: f64,
-    /// Σ of the previous step's loads (0 without one).
-    pub previous_sum: f64,
-    /// Σ of the previous step's loads² (0 without one).
-    pub previous_sum_sq: f64,
-    /// Whether the previous step's loads were given (the same PUs).
-    pub has_previous: bool,
+    /// The largest of the PUs' loads summed since the last balance (this
+    /// step included).
+    pub accumulated_max: f64,
+    /// Σ of the PUs' loads since the last balance.
+    pub accumulated_sum: f64,
 }
 
 impl LoadSummary {
-    /// The summary of `loads`, with `previous` (the same PUs' loads in the
-    /// step before, if any and of the same length). Loads that are not
-    /// finite or are negative count as 0: the trigger must not be steered
-    /// by a broken clock.
+    /// The summary of this step's `loads` and the same PUs' `accumulated`
+    /// loads since the last balance (this step included). Loads that are
+    /// not finite or are negative count as 0: the trigger must not be
+    /// steered by a broken clock.
     ///
     /// ```
     /// use keel_policy::invoke::LoadSummary;
-    /// let s = LoadSummary::of(&[3.0, 1.0], Some(&[2.0, 2.0]));
+    /// let s = LoadSummary::of(&[3.0, 1.0], &[5.0, 3.0]);
     /// assert_eq!((s.count, s.max, s.sum), (2, 3.0, 4.0));
     /// assert_eq!(s.loss(), 1.0);
-    /// assert_eq!(s.cross, 8.0);
+    /// assert_eq!(s.accumulated_loss(), 1.0);
     /// ```
-    pub fn of(loads: &[f64], previous: Option<&[f64]>) -> Self {
-        let clean = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+    pub fn of(loads: &[f64], accumulated: &[f64]) -> Self {
         let mut s = LoadSummary {
             count: loads.len(),
             ..LoadSummary::default()
         };
         for &l in loads {
-            let l = clean(l);
+            let l = non_negative(l);
             s.max = s.max.max(l);
             s.sum += l;
-            s.sum_sq += l * l;
         }
-        if let Some(prev) = previous.filter(|p| p.len() == loads.len()) {
-            s.has_previous = true;
-            for (&l, &p) in loads.iter().zip(prev) {
-                let (l, p) = (clean(l), clean(p));
-                s.cross += l * p;
-                s.previous_sum += p;
-                s.previous_sum_sq += p * p;
-            }
+        for &a in accumulated {
+            let a = non_negative(a);
+            s.accumulated_max = s.accumulated_max.max(a);
+            s.accumulated_sum += a;
         }
         s
     }
 
-    /// The mean load.
-    pub fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.sum / self.count as f64
-        }
-    }
-
-    /// The step's loss to imbalance: `max − mean` seconds.
+    /// This step's loss to imbalance: `max − mean` seconds.
     pub fn loss(&self) -> f64 {
-        (self.max - self.mean()).max(0.0)
+        loss(self.max, self.sum, self.count)
     }
 
-    /// How much of the imbalance stayed where it was: the cosine between
-    /// this step's and the previous step's deviations from their means,
-    /// clamped to `[0, 1]`; 1 without a previous step or where either
-    /// step was balanced (nothing moved that could be measured).
-    ///
-    /// ```
-    /// use keel_policy::invoke::LoadSummary;
-    /// let same = LoadSummary::of(&[3.0, 1.0], Some(&[4.0, 2.0]));
-    /// assert!((same.persistence() - 1.0).abs() < 1e-12);
-    /// let swapped = LoadSummary::of(&[1.0, 3.0], Some(&[3.0, 1.0]));
-    /// assert_eq!(swapped.persistence(), 0.0);
-    /// ```
-    pub fn persistence(&self) -> f64 {
-        if !self.has_previous || self.count < 2 {
-            return 1.0;
+    /// The loss of the loads summed since the last balance: `max − mean`
+    /// of the sums.
+    pub fn accumulated_loss(&self) -> f64 {
+        loss(self.accumulated_max, self.accumulated_sum, self.count)
+    }
+}
+
+fn loss(max: f64, sum: f64, count: usize) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        non_negative(max - sum / count as f64)
+    }
+}
+
+/// Each PU's loads summed since the last balance: what a context keeps to
+/// feed its trigger.
+///
+/// ```
+/// use keel_policy::invoke::LoadHistory;
+/// let mut h = LoadHistory::new();
+/// h.add(&[2.0, 1.0]);
+/// // The heavy PU changes: the sums even out, and so does their loss.
+/// let s = h.add(&[1.0, 2.0]);
+/// assert_eq!((s.loss(), s.accumulated_loss()), (0.5, 0.0));
+/// h.clear();
+/// assert_eq!(h.add(&[1.0, 2.0]).accumulated_loss(), 0.5);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct LoadHistory {
+    accumulated: Vec<f64>,
+}
+
+impl LoadHistory {
+    /// An empty history.
+    pub fn new() -> Self {
+        LoadHistory::default()
+    }
+
+    /// Adds a step's loads and returns its summary; loads of another PU
+    /// count than the last step's start the sums afresh.
+    pub fn add(&mut self, loads: &[f64]) -> LoadSummary {
+        if self.accumulated.len() != loads.len() {
+            self.accumulated = vec![0.0; loads.len()];
         }
-        let n = self.count as f64;
-        let (m, pm) = (self.sum / n, self.previous_sum / n);
-        let dot = self.cross - n * m * pm;
-        let now = self.sum_sq - n * m * m;
-        let before = self.previous_sum_sq - n * pm * pm;
-        // Relative to the loads' own scale: rounding leaves about 1e-16 of
-        // Σ l² in a variance that is really 0.
-        let tiny = 1e-12 * (self.sum_sq + self.previous_sum_sq);
-        if now <= tiny || before <= tiny {
-            return 1.0;
+        for (a, &l) in self.accumulated.iter_mut().zip(loads) {
+            *a += non_negative(l);
         }
-        (dot / (now * before).sqrt()).clamp(0.0, 1.0)
+        LoadSummary::of(loads, &self.accumulated)
+    }
+
+    /// Forgets the sums: after a balance, whose new placement they do not
+    /// describe.
+    pub fn clear(&mut self) {
+        self.accumulated.clear();
     }
 }
 
@@ -314,9 +327,16 @@ pub enum Reason {
     Settling,
     /// Fewer than [`MIN_STEPS`] steps measured since the last balance.
     TooFewSteps,
+    /// The imbalance moves, or is noise: the loss of the loads summed
+    /// since the last balance is less than [`PERSISTENT_SHARE`] of the sum
+    /// of the steps' losses.
+    Transient {
+        /// That share.
+        persistent_share: f64,
+    },
     /// The remaining steps cannot pay the cost back at the present loss.
     TooFewStepsLeft {
-        /// The present persistent loss above the floor, seconds per step.
+        /// The loss since the last balance above the floor, per step, seconds.
         loss_per_step_s: f64,
         /// Steps left.
         remaining: usize,
@@ -348,6 +368,11 @@ impl fmt::Display for Reason {
             Reason::Never => f.write_str("only on request"),
             Reason::Settling => f.write_str("measuring what the last balance left"),
             Reason::TooFewSteps => write!(f, "fewer than {MIN_STEPS} steps measured"),
+            Reason::Transient { persistent_share } => write!(
+                f,
+                "the imbalance moves: {:.0} % of it persisted since the last balance",
+                100.0 * persistent_share
+            ),
             Reason::TooFewStepsLeft {
                 loss_per_step_s,
                 remaining,
@@ -411,8 +436,8 @@ pub struct Trigger {
     backoff: f64,
     /// The last step's loss.
     last_loss: f64,
-    /// Persistent loss above the floor since the last balance, seconds.
-    loss: f64,
+    /// Σ of the steps' own losses since the last balance, seconds.
+    step_losses: f64,
     cost: f64,
 }
 
@@ -430,7 +455,7 @@ impl Trigger {
             before_balance: 0.0,
             backoff: 1.0,
             last_loss: 0.0,
-            loss: 0.0,
+            step_losses: 0.0,
             cost: non_negative(initial_cost_s),
         }
     }
@@ -461,7 +486,8 @@ impl Trigger {
     }
 
     /// Reads a finished step — `steps_done` steps are complete, counted as
-    /// the context counts them (its periods are multiples of it) — and
+    /// the context counts them (its periods are multiples of it); `loads`
+    /// from the context's [`LoadHistory`], cleared at every balance — and
     /// says whether to balance now. `remaining` is the number of steps
     /// still to run, when the context knows it.
     pub fn after_step(
@@ -486,6 +512,7 @@ impl Trigger {
             Invocation::Adaptive => {}
         }
         let loss = non_negative(loads.loss());
+        self.step_losses += loss;
         if self.settling > 0 {
             self.settle_loss += loss;
             self.settling -= 1;
@@ -502,33 +529,43 @@ impl Trigger {
         }
         self.last_loss = loss;
         self.floor *= (-std::f64::consts::LN_2 / FLOOR_HALF_LIFE_STEPS).exp();
-        let excess = (loss - self.floor).max(0.0) * loads.persistence();
-        self.loss += excess;
         if self.since < MIN_STEPS {
             return Verdict::skip(Reason::TooFewSteps);
         }
+        let accumulated = non_negative(loads.accumulated_loss());
+        let persistent_share = if self.step_losses > 0.0 {
+            accumulated / self.step_losses
+        } else {
+            0.0
+        };
+        if persistent_share < PERSISTENT_SHARE {
+            return Verdict::skip(Reason::Transient { persistent_share });
+        }
+        let removable = non_negative(accumulated - self.floor * self.since as f64);
         let due = PAYBACK * self.backoff * self.cost;
+        let cost_s = self.backoff * self.cost;
         if let Some(remaining) = remaining {
-            if excess * remaining as f64 <= due {
+            let per_step = removable / self.since as f64;
+            if per_step * remaining as f64 <= due {
                 return Verdict::skip(Reason::TooFewStepsLeft {
-                    loss_per_step_s: excess,
+                    loss_per_step_s: per_step,
                     remaining,
-                    cost_s: self.backoff * self.cost,
+                    cost_s,
                 });
             }
         }
-        if self.loss >= due && self.loss > 0.0 {
+        if removable >= due && removable > 0.0 {
             Verdict {
                 balance: true,
                 reason: Reason::Pays {
-                    loss_s: self.loss,
-                    cost_s: self.backoff * self.cost,
+                    loss_s: removable,
+                    cost_s,
                 },
             }
         } else {
             Verdict::skip(Reason::CostsMore {
-                loss_s: self.loss,
-                cost_s: self.backoff * self.cost,
+                loss_s: removable,
+                cost_s,
             })
         }
     }
@@ -542,7 +579,7 @@ impl Trigger {
             self.cost = cost_s;
         }
         self.since = 0;
-        self.loss = 0.0;
+        self.step_losses = 0.0;
         self.before_balance = self.last_loss;
         self.settling = SETTLE_STEPS;
         self.settle_loss = 0.0;

@@ -134,13 +134,15 @@ pub struct GroupObject {
     pub migratable: bool,
 }
 
-/// Which of a group's objects it lends: for each of its `lends` (work, in
-/// order), objects whose loads add up to about that work, taken from the
-/// most loaded member first (by `member_work`, each member's work: its
-/// background × speed plus its objects' loads) and, on that member, the
-/// largest object under twice the work still to lend (taking it
-/// overshoots by less than leaving it undershoots). Returns, per object,
-/// the index in `lends` it goes with, or `None` where it stays.
+/// Which of a group's objects it lends, and to which of its `lends` (the
+/// work each borrower takes): while work is left to lend, the most loaded
+/// member (by `member_work`, each member's work: its background × speed
+/// plus its objects' loads) that holds an object under twice the work
+/// still to lend gives its largest such object (taking it overshoots by
+/// less than leaving it undershoots) to the borrower with the most left to
+/// take. A borrower may end above its share by less than one object, as
+/// after any object-granular balance. Returns, per object, the index in
+/// `lends` it goes to, or `None` where it stays.
 ///
 /// ```
 /// use keel_policy::mapping::tree::{pick_lent, GroupObject};
@@ -161,7 +163,8 @@ pub fn pick_lent(
     let clean = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
     let mut out = vec![None; objects.len()];
     let members = member_work.len();
-    // Each member's migratable objects, largest last (popped first).
+    // Each member's migratable objects, ascending (the largest that fits
+    // is found by a binary search).
     let mut on: Vec<Vec<usize>> = vec![Vec::new(); members];
     for (o, obj) in objects.iter().enumerate() {
         if obj.migratable && obj.member < members && clean(obj.load) > 0.0 {
@@ -176,28 +179,31 @@ pub fn pick_lent(
         });
     }
     let mut work: Vec<f64> = member_work.iter().map(|&w| clean(w)).collect();
-    for (l, &amount) in lends.iter().enumerate() {
-        let mut left = clean(amount);
-        while left > 0.0 {
-            // The most loaded member that still has an object that fits.
-            let mut best: Option<(usize, usize)> = None;
-            for (m, list) in on.iter().enumerate() {
-                if best.is_some_and(|(b, _)| work[b] >= work[m]) {
-                    continue;
-                }
-                // Largest object < 2 × left: the list is ascending.
-                let fits = list.partition_point(|&o| clean(objects[o].load) < 2.0 * left);
-                if fits > 0 {
-                    best = Some((m, fits - 1));
-                }
+    let mut left: Vec<f64> = lends.iter().map(|&w| clean(w)).collect();
+    let mut total: f64 = left.iter().sum();
+    while total > 0.0 {
+        // The most loaded member that still has an object that fits.
+        let mut best: Option<(usize, usize)> = None;
+        for (m, list) in on.iter().enumerate() {
+            if best.is_some_and(|(b, _)| work[b] >= work[m]) {
+                continue;
             }
-            let Some((m, at)) = best else { break };
-            let o = on[m].remove(at);
-            let load = clean(objects[o].load);
-            out[o] = Some(l);
-            work[m] -= load;
-            left -= load;
+            let fits = list.partition_point(|&o| clean(objects[o].load) < 2.0 * total);
+            if fits > 0 {
+                best = Some((m, fits - 1));
+            }
         }
+        let Some((m, at)) = best else { break };
+        let o = on[m].remove(at);
+        let load = clean(objects[o].load);
+        // The borrower with the most left to take (the first on ties).
+        let to = (0..left.len())
+            .max_by(|&a, &b| left[a].total_cmp(&left[b]).then(b.cmp(&a)))
+            .expect("work left means a borrower");
+        out[o] = Some(to);
+        work[m] -= load;
+        left[to] -= load;
+        total -= load;
     }
     out
 }

@@ -54,7 +54,7 @@ pub mod balance;
 mod step;
 
 use keel_policy::expose::{Expose, ExposeState};
-use keel_policy::invoke::{Invocation, LoadSummary, Trigger};
+use keel_policy::invoke::{Invocation, LoadHistory, Trigger};
 use keel_policy::{mapping, metrics, Concept, ContextHandler, Model, Origin, Subject};
 use keel_workloads::objects::{ObjectWorkload, UNITS_PER_US};
 use rand::SeedableRng;
@@ -538,7 +538,7 @@ pub fn simulate_with_progress(
     // What a runtime expects its first remap to cost: the modelled
     // decision (migrations are unknown before deciding).
     let mut trigger = Trigger::new(balancing.invocation, model.decision_per_object * n as f64);
-    let mut previous_loads: Option<Vec<f64>> = None;
+    let mut history = LoadHistory::new();
     let mut pu_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut node_rows: Vec<Vec<f64>> = Vec::with_capacity(steps);
     let mut t = 0.0;
@@ -586,10 +586,8 @@ pub fn simulate_with_progress(
                 .map(|(b, _)| b)
                 .collect(),
         );
-        let loads_now = pu_rows.last().cloned().unwrap_or_default();
-        let summary = LoadSummary::of(&loads_now, previous_loads.as_deref());
+        let summary = history.add(pu_rows.last().map_or(&[][..], |r| &r[..]));
         let verdict = trigger.after_step(k + 1, &summary, Some(steps - k - 1));
-        previous_loads = Some(loads_now);
         if verdict.balance && k + 1 < steps {
             let d = decide(
                 policy.as_ref(),
@@ -612,7 +610,7 @@ pub fn simulate_with_progress(
                 .count();
             t += decision_s + migration_s;
             trigger.balanced(decision_s + migration_s);
-            previous_loads = None;
+            history.clear();
             run.decision_s += decision_s;
             run.migration_s += migration_s;
             run.balance_s += decision_s + migration_s;

@@ -301,7 +301,7 @@ impl ObjectsBuilder {
                 self.invocation.unwrap_or_default(),
                 super::initial_cost_estimate(n),
             ),
-            previous_loads: None,
+            history: keel_policy::invoke::LoadHistory::new(),
             stealing_spec: tasks.expose().spec(),
             tasks,
             step: self.first_step,

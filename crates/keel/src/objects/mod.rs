@@ -58,7 +58,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
-use keel_policy::invoke::{Invocation, LoadSummary, Trigger, Verdict};
+use keel_policy::invoke::{Invocation, LoadHistory, Trigger, Verdict};
 use keel_policy::mapping::MappingPolicy;
 use keel_policy::metrics;
 
@@ -223,9 +223,9 @@ pub struct Objects<'p, T> {
     policy_spec: String,
     /// When to remap, and what it has measured to decide.
     trigger: Trigger,
-    /// The available PUs' busy times in the last step, unless a remap
-    /// followed it (the trigger's persistence reads the same placement).
-    previous_loads: Option<Vec<f64>>,
+    /// The available PUs' busy times summed since the last remap, for the
+    /// trigger.
+    history: LoadHistory,
     stealing_spec: String,
     tasks: Tasks,
     step: usize,
@@ -509,9 +509,8 @@ impl<'p, T: Object> Objects<'p, T> {
             .filter(|(_, &a)| a)
             .map(|(&b, _)| b)
             .collect();
-        let summary = LoadSummary::of(&loads, self.previous_loads.as_deref());
+        let summary = self.history.add(&loads);
         let decision = self.trigger.after_step(self.step, &summary, remaining);
-        self.previous_loads = Some(loads);
         let may_remap = remaining != Some(0);
         let rebalance = if may_remap && (self.requested || decision.balance) {
             let reason = if decision.balance {

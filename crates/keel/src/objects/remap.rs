@@ -153,7 +153,7 @@ impl<T: Object> Objects<'_, T> {
         let migration_s = moved.elapsed().as_secs_f64();
         let total_s = began.elapsed().as_secs_f64();
         self.trigger.balanced(total_s);
-        self.previous_loads = None;
+        self.history.clear();
         Ok(Rebalance {
             step: self.step,
             policy: spec,
