@@ -157,6 +157,18 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
             ]),
         ),
         (
+            "sim rank-scale",
+            form(&[
+                "sim",
+                "rank-scale",
+                "--quiet",
+                "--ranks",
+                "16",
+                "--objects",
+                "8",
+            ]),
+        ),
+        (
             "sim perf",
             form(&[
                 "sim",

@@ -257,19 +257,13 @@ fn table1_configs() -> Vec<Config> {
     ]
 }
 
-/// The invocation tables' configurations.
+/// The invocation tables' configurations: Table 1's without No LB +
+/// stealing.
 fn invocation_configs() -> Vec<Config> {
-    vec![
-        config("No LB", "block", Invocation::Never, "none"),
-        config("Greedy", "greedy", Invocation::Adaptive, "none"),
-        config(
-            "Greedy + stealing",
-            "greedy",
-            Invocation::Adaptive,
-            STEALING,
-        ),
-        config("Greedy every 50", "greedy", every(50), "none"),
-    ]
+    table1_configs()
+        .into_iter()
+        .filter(|c| !(c.invocation == Invocation::Never && c.stealing != "none"))
+        .collect()
 }
 
 /// The hot-band workloads of the invocation tables.

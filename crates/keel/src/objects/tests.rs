@@ -189,19 +189,27 @@ fn declared_speeds_turn_measured_times_into_work_for_lpt_eft() {
     ));
 }
 
+/// An object whose every step spins a fixed amount.
+struct Fixed(u64);
+
+impl Object for Fixed {
+    fn step(&mut self, _: &StepContext<'_>) {
+        spin(self.0);
+    }
+}
+
+/// Eight objects, the first four heavy: block mapping puts them all on
+/// PU 0 of 2, about 2 ms lost per step.
+fn four_heavy_objects() -> Vec<Fixed> {
+    (0..8)
+        .map(|i| Fixed(if i < 4 { 200_000 } else { 1_000 }))
+        .collect()
+}
+
 #[test]
 fn a_measured_remap_moves_load_off_the_hot_pu() {
-    struct Fixed(u64);
-    impl Object for Fixed {
-        fn step(&mut self, _: &StepContext<'_>) {
-            spin(self.0);
-        }
-    }
     let pool = pool(2);
-    // Block puts the four heavy objects on PU 0.
-    let objects: Vec<Fixed> = (0..8)
-        .map(|i| Fixed(if i < 4 { 200_000 } else { 1_000 }))
-        .collect();
+    let objects = four_heavy_objects();
     let mut run = Objects::builder()
         .policy("greedy")
         .stealing("none")
@@ -530,18 +538,9 @@ fn with_stealing_each_pu_runs_its_lightest_objects_first() {
 
 #[test]
 fn by_default_a_persistent_imbalance_is_remapped_when_it_pays_and_said_why() {
-    struct Fixed(u64);
-    impl Object for Fixed {
-        fn step(&mut self, _: &StepContext<'_>) {
-            spin(self.0);
-        }
-    }
     let pool = pool(2);
-    // Block puts the four heavy objects on PU 0: about 2 ms lost per step
-    // against a remap of some 100 µs.
-    let objects: Vec<Fixed> = (0..8)
-        .map(|i| Fixed(if i < 4 { 200_000 } else { 1_000 }))
-        .collect();
+    // About 2 ms lost per step against a remap of some 100 µs.
+    let objects = four_heavy_objects();
     let mut run = Objects::builder()
         .policy("greedy")
         .stealing("none")
