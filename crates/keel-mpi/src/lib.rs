@@ -53,7 +53,7 @@ pub use local::{LocalComm, LocalRanks, RankPanicked};
 pub use mpi_comm::MpiComm;
 pub use objects::{
     DistributedBuilder, DistributedError, DistributedObjects, DistributedStep, RankRebalance,
-    Refused, DEFAULT_RANK_POLICY,
+    Refused, DEFAULT_RANK_POLICY, INITIAL_RANK_COST_PER_OBJECT_S, INITIAL_RANK_COST_S, REQUESTED,
 };
 pub use plan::{
     plan, plan_in_tree, plan_or_refuse, LocalObject, Plan, PlanError, PlanMetrics, PlanRequest,
