@@ -56,6 +56,7 @@ impl Manager<'_> {
                 ended: None,
                 outcome,
                 classes: vec![ProcessClass::Cs; ranks],
+                failed_at: None,
                 changes: Vec::new(),
             },
         );
@@ -347,13 +348,20 @@ impl Manager<'_> {
                 if let Some(j) = self.jobs.get_mut(&job) {
                     j.ranks[rank] = RankState::Gone;
                     j.ended = Some(j.ended.map_or(at, |e| e.max(at)));
-                    if !status.success() && j.outcome.is_none() {
+                    // The job's failure is the rank that exited first with
+                    // an error, by the instants its waiter saw, not by the
+                    // order the nodes' reports arrive in: a rank whose peer
+                    // died usually fails right after it.
+                    let first = j.outcome.is_none();
+                    let earlier = first || j.failed_at.is_some_and(|t| at < t);
+                    if !status.success() && earlier {
                         let mut reason = status.to_string();
                         if let Some(t) = stderr_tail {
                             reason.push_str(&format!(": {t}"));
                         }
                         j.outcome = Some(JobOutcome::Failed { rank, reason });
-                        failed = true;
+                        j.failed_at = Some(at);
+                        failed = first;
                     }
                 }
                 if failed {

@@ -367,6 +367,10 @@ struct JobState {
     started: Option<Instant>,
     ended: Option<Instant>,
     outcome: Option<JobOutcome>,
+    /// When the rank the outcome names exited, for a failure: a later
+    /// report of a rank that exited earlier names that rank instead (the
+    /// others usually fail because it did).
+    failed_at: Option<Instant>,
     classes: Vec<ProcessClass>,
     changes: Vec<ClassChange>,
 }
