@@ -47,6 +47,7 @@
 //! ```
 
 mod classify;
+pub mod clock;
 mod fcfs;
 mod fcs;
 mod gs;
