@@ -19,7 +19,7 @@
 //! | top | — | every rank all-gathers one 64-byte summary per group |
 //! | lend | — | lent records leader to leader, their destinations back |
 //! | answer | — | a leader sends each member its objects' destinations and imports |
-//! | outcome | — | every rank all-gathers one 40-byte outcome per group |
+//! | outcome | — | every rank all-gathers one 40-byte outcome per group and every rank's 1-byte "answer read" |
 //!
 //! Besides the data, an MPI layer's variable-size collectives exchange
 //! each rank's size first (`count_bytes`: 4 bytes per rank per operation,
@@ -65,6 +65,10 @@ pub const OUTCOME_BYTES: u64 = 40;
 
 /// Bytes of a rank's shape announcement.
 pub const SHAPE_BYTES: u64 = 4;
+
+/// Bytes of a rank's word, in the last all-gather, that it read its
+/// answer.
+pub const ANSWERED_BYTES: u64 = 1;
 
 /// Bytes of an id on its way to the rank that checks it for duplicates.
 pub const ID_BYTES: u64 = 8;
@@ -323,7 +327,8 @@ fn tree_row(
     // Shapes, summaries and outcomes: all-gathers over every rank
     // (recursive doubling's latency; the summaries' and shapes' bytes).
     let top = 3.0 * ceil_log2(ranks) * DEFAULT_MIGRATION_LATENCY
-        + ((groups as u64 * (SUMMARY_BYTES + OUTCOME_BYTES)) + SHAPE_BYTES * ranks as u64) as f64
+        + ((groups as u64 * (SUMMARY_BYTES + OUTCOME_BYTES))
+            + (SHAPE_BYTES + ANSWERED_BYTES) * ranks as u64) as f64
             / DEFAULT_BANDWIDTH
         + message(ID_BYTES * per_rank as u64);
     let lend_busiest = lent_in_bytes
@@ -349,7 +354,7 @@ fn tree_row(
             imports[r] += 1;
         }
     }
-    let everyone = SHAPE_BYTES * ranks as u64
+    let everyone = (SHAPE_BYTES + ANSWERED_BYTES) * ranks as u64
         + ID_BYTES * per_rank as u64
         + (SUMMARY_BYTES + OUTCOME_BYTES) * groups as u64;
     let answer_of = |r: usize| per_rank as u64 * DESTINATION_BYTES + imports[r] * DESTINATION_BYTES;

@@ -14,8 +14,10 @@
 //! 3. lent records, leader to leader (`all_to_all`);
 //! 4. their destinations back (`all_to_all`);
 //! 5. each member's answer from its leader (`all_to_all`);
-//! 6. each group's outcome to every rank (`all_gather`): a group whose
-//!    placement failed fails the plan everywhere; otherwise the metrics.
+//! 6. each group's outcome, and whether each rank could read its answer,
+//!    to every rank (`all_gather`): a group whose placement failed, or an
+//!    answer that does not match its rank's objects, fails the plan
+//!    everywhere; otherwise the metrics.
 
 use std::collections::HashMap;
 
@@ -392,16 +394,35 @@ pub(super) fn plan<C: Collective + ?Sized>(
     drop(out);
     let answer = decode::<Answer>(&received[leader(me)], leader(me)).unwrap_or_default();
     drop(received);
+    let records = &mine.records;
+    let answered = answer.destinations.len() == records.len()
+        && answer.destinations.iter().all(|&d| (d as usize) < ranks);
 
-    // 6: every group's outcome to every rank.
-    let gathered = comm.all_gather(&if leads { encode(&outcome) } else { Vec::new() })?;
+    // 6: every rank says whether it read its answer, a leader adds its
+    // group's outcome; every rank receives all of it.
+    let mut mine6 = vec![u8::from(answered)];
+    if leads {
+        mine6.extend_from_slice(&encode(&outcome));
+    }
+    let gathered = comm.all_gather(&mine6)?;
     let outcomes: Vec<Outcome> = (0..groups)
-        .map(|g| decode::<Outcome>(&gathered[g * group], g * group))
+        .map(|g| {
+            let bytes = gathered[g * group].get(1..).unwrap_or_default();
+            decode::<Outcome>(bytes, g * group)
+        })
         .collect::<Result<_, _>>()?;
     if let Some(reason) = outcomes.iter().find_map(|o| o.error.clone()) {
         return Err(PlanError::BadDecision {
             spec,
             problem: format!("in a group of the tree: {reason}"),
+        });
+    }
+    if let Some(rank) = gathered.iter().position(|b| b.first() != Some(&1)) {
+        return Err(PlanError::BadDecision {
+            spec,
+            problem: format!(
+                "an answer rank {rank} received from its leader does not match its objects"
+            ),
         });
     }
     let n = ranks as f64;
@@ -427,15 +448,6 @@ pub(super) fn plan<C: Collective + ?Sized>(
             .fold(0u64, |b, o| b.saturating_add(o.bytes_moved)),
         objects: summaries.iter().map(|s| s.objects as usize).sum(),
     };
-    let records = &mine.records;
-    if answer.destinations.len() != records.len()
-        || answer.destinations.iter().any(|&d| d as usize >= ranks)
-    {
-        return Err(PlanError::BadDecision {
-            spec,
-            problem: "an answer from this rank's leader that does not match its objects".into(),
-        });
-    }
     let destinations: Vec<usize> = answer.destinations.iter().map(|&d| d as usize).collect();
     let exports = records
         .iter()
