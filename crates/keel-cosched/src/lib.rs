@@ -22,6 +22,7 @@
 //! the reliability guarantees and the measured tables.
 
 pub mod bsp;
+pub mod cluster;
 pub mod control;
 pub mod guardian;
 pub mod job;
