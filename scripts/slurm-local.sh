@@ -32,6 +32,10 @@ install_missing() {
     command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
     command -v srun >/dev/null 2>&1 || missing+=(slurm-client)
     command -v munged >/dev/null 2>&1 || missing+=(munge)
+    # spank.h, to build Keel's SPANK plugin; libmunge, which Keel's
+    # cluster daemons load to seal their messages.
+    [ -f /usr/include/slurm/spank.h ] || missing+=(libslurm-dev)
+    ldconfig -p 2>/dev/null | grep -q 'libmunge\.so\.2' || missing+=(libmunge2)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "slurm-local: installing ${missing[*]} (Debian packages)"
         export DEBIAN_FRONTEND=noninteractive
@@ -39,7 +43,7 @@ install_missing() {
             || { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; } \
             || die "could not install ${missing[*]}: apt-get failed (is a Debian mirror reachable?)"
     else
-        echo "slurm-local: slurmctld, slurmd, srun and munged are installed"
+        echo "slurm-local: slurmctld, slurmd, srun, munged, spank.h and libmunge are installed"
     fi
 }
 
@@ -108,7 +112,11 @@ PlugStackConfig=$dir/plugstack.conf
 NodeName=n[1-$nodes] NodeHostname=localhost CPUs=1 RealMemory=512 Port=$first_node_port-$last_port State=UNKNOWN
 PartitionName=keel Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
-    : >"$dir/plugstack.conf"
+    # Keel's SPANK plugin (`srun --keel-cosched`), once a test or the
+    # operator installs it there; `optional`: a missing file is skipped.
+    # Each slurmd of this host reaches its own node manager (%n: the
+    # node's name).
+    echo "optional $dir/keel_cosched_spank.so socket=$dir/nm-%n.sock" >"$dir/plugstack.conf"
     mkdir -p -m 0700 "$dir/ctld"
 }
 
