@@ -4,7 +4,7 @@
 //!
 //! It starts processes (page created first, each the leader of its own
 //! session and process group, pinned to the PE's CPU, in its own freezer cgroup,
-//! guarded by a [`Guardian`]) and
+//! guarded by a [`Guardian`](crate::guardian::Guardian)) and
 //! at every heartbeat, at the switch time the heartbeat carries:
 //!
 //! 1. under a classifying policy (FCS), for each PE reads the counters of
@@ -32,25 +32,27 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Child;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
 use keel_policy::cosched::{
-    CommStats, CoschedPolicy, JobId, PeDecision, PeSlot, ProcRef, ProcessClass, ProcessSched,
-    Reclass, WaitMode,
+    CommStats, CoschedPolicy, JobId, PeDecision, PeSlot, ProcRef, ProcessClass, Reclass, WaitMode,
 };
 
-use crate::guardian::{Guardian, ManagerExit};
-use crate::shm::{Counters, Page, PageWaitMode};
-use crate::suspend::{ProcCgroup, Suspender};
+use crate::guardian::ManagerExit;
+use crate::shm::PageWaitMode;
+use crate::suspend::Suspender;
 pub use crate::sys::Owner;
 use crate::sys::{self, Pid};
 
+mod adopt;
+mod process;
 mod start;
+
+pub use adopt::Adopt;
+use process::{Handle, Proc};
 
 /// `SCHED_FIFO` priority of the manager threads when
 /// [`Config::realtime`](crate::machine::Config::realtime) is set: low, so
@@ -104,6 +106,11 @@ pub struct Launch {
 pub enum NodeMsg {
     /// Start a process.
     Launch(Box<Launch>),
+    /// Take charge of a process someone else started (a Slurm task).
+    Adopt(Box<Adopt>),
+    /// No heartbeat arrives (the machine manager is gone or cut off):
+    /// every process runs until the next heartbeat.
+    Detach,
     /// Switch slots at the given time.
     Heartbeat(Heartbeat),
     /// Resume and kill the job's processes on this node.
@@ -129,6 +136,9 @@ pub enum ExitKind {
     Code(i32),
     /// Killed by this signal.
     Signal(i32),
+    /// An adopted process ended; its parent, not the node manager, saw
+    /// how.
+    Unobserved,
 }
 
 impl ExitKind {
@@ -143,6 +153,7 @@ impl std::fmt::Display for ExitKind {
         match self {
             ExitKind::Code(c) => write!(f, "exit status {c}"),
             ExitKind::Signal(s) => write!(f, "signal {s}"),
+            ExitKind::Unobserved => f.write_str("ended (its launcher has the status)"),
         }
     }
 }
@@ -198,6 +209,14 @@ pub enum NodeEvent {
     },
     /// Something the operator should know once (e.g. a refused boost).
     Notice(String),
+    /// The node enacted a slot's switch (only with
+    /// [`NodeConfig::report_switches`]).
+    Switched {
+        /// The slot.
+        slot: u64,
+        /// When its last decision was enacted.
+        at: Instant,
+    },
 }
 
 /// The node manager's settings.
@@ -216,105 +235,9 @@ pub struct NodeConfig {
     pub on_manager_exit: ManagerExit,
     /// Try `SCHED_FIFO` for the manager thread.
     pub realtime: bool,
-}
-
-/// One job process as its node manager keeps it.
-struct Proc {
-    job: JobId,
-    rank: usize,
-    pe: usize,
-    pid: Pid,
-    child: Child,
-    page: Page,
-    cgroup: Option<ProcCgroup>,
-    guardian: Option<Guardian>,
-    stderr: PathBuf,
-    suspended: bool,
-    nice: i32,
-    mode: Option<PageWaitMode>,
-    sched: ProcessSched,
-    baseline: Counters,
-    dying: bool,
-    reaped: bool,
-}
-
-impl Proc {
-    fn proc_ref(&self, classifies: bool) -> ProcRef {
-        ProcRef {
-            job: self.job,
-            rank: self.rank,
-            class: if classifies {
-                self.sched.class
-            } else {
-                ProcessClass::Cs
-            },
-        }
-    }
-
-    /// Resumes and kills the process and what it forked (its group; the
-    /// group id stays the process's own until it is reaped by whoever
-    /// handles its exit).
-    fn kill(&mut self, suspender: &Suspender) {
-        self.dying = true;
-        let _ = suspender.resume(self.pid, self.cgroup.as_ref());
-        self.suspended = false;
-        let _ = self.signal_all(libc::SIGCONT);
-        let _ = self.signal_all(libc::SIGKILL);
-        if let Some(cg) = &self.cgroup {
-            let _ = cg.kill_all();
-        }
-    }
-
-    /// Sends `sig` to the process's group and to the process itself (which
-    /// may have left its group). Only called before the process is reaped,
-    /// so both ids are still its own.
-    fn signal_all(&self, sig: libc::c_int) -> io::Result<()> {
-        let group = sys::killpg(self.pid, sig);
-        sys::kill(self.pid, sig).or(group)
-    }
-
-    /// Reaps the exited process and releases what it held.
-    fn reap(&mut self) -> ExitKind {
-        let status = self.child.wait();
-        self.reaped = true;
-        if let Some(g) = self.guardian.take() {
-            g.dismiss();
-        }
-        if let Some(cg) = &self.cgroup {
-            let _ = cg.remove();
-        }
-        match status {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(c), _) => ExitKind::Code(c),
-                (None, Some(sig)) => ExitKind::Signal(sig),
-                (None, None) => ExitKind::Code(-1),
-            },
-            Err(_) => ExitKind::Code(-1),
-        }
-    }
-}
-
-impl Drop for Proc {
-    /// A process still alive when its manager drops it (shutdown, panic)
-    /// is resumed and killed, never left stopped.
-    fn drop(&mut self) {
-        if !self.reaped {
-            let _ = self.suspender_free_kill();
-            let _ = self.reap();
-        }
-        let _ = std::fs::remove_file(&self.stderr);
-    }
-}
-
-impl Proc {
-    fn suspender_free_kill(&mut self) -> io::Result<()> {
-        if let Some(cg) = &self.cgroup {
-            let _ = cg.set_frozen(false);
-            let _ = cg.kill_all();
-        }
-        let _ = self.signal_all(libc::SIGCONT);
-        self.signal_all(libc::SIGKILL)
-    }
+    /// Send [`NodeEvent::Switched`] after every switch (the cluster mode
+    /// measures the switch skew between nodes with it).
+    pub report_switches: bool,
 }
 
 /// A running node manager.
@@ -328,6 +251,8 @@ pub struct NodeManager {
     inbox: Sender<NodeMsg>,
     events: Sender<(usize, NodeEvent)>,
     boost_refused: bool,
+    /// No heartbeat: every process runs (see [`NodeMsg::Detach`]).
+    detached: bool,
 }
 
 impl NodeManager {
@@ -365,6 +290,7 @@ impl NodeManager {
             inbox,
             events,
             boost_refused: false,
+            detached: false,
         };
         nm.serve(rx);
         nm.shutdown();
@@ -406,6 +332,14 @@ impl NodeManager {
                     }
                 }
                 Some(NodeMsg::Launch(l)) => self.launch(*l),
+                Some(NodeMsg::Adopt(a)) => self.adopt(*a),
+                Some(NodeMsg::Detach) => {
+                    // What was due still happens; then everything runs.
+                    if let Some(old) = pending.take() {
+                        self.switch(old);
+                    }
+                    self.detach();
+                }
                 Some(NodeMsg::KillJob(job)) => {
                     for p in self.procs.values_mut().filter(|p| p.job == job) {
                         p.kill(&self.suspender);
@@ -430,10 +364,18 @@ impl NodeManager {
         if self.policy.classifies() {
             self.classify_ending_slot();
         }
+        self.detached = false;
         self.slot = hb.slot;
         self.cells = hb.cells;
+        self.release_cancelled();
         for pe in 0..self.cfg.cpus.len() {
             self.enact(pe);
+        }
+        if self.cfg.report_switches {
+            self.event(NodeEvent::Switched {
+                slot: hb.slot,
+                at: Instant::now(),
+            });
         }
     }
 
@@ -498,15 +440,31 @@ impl NodeManager {
             .map(|p| p.proc_ref(classifies))
             .collect();
         let slot = PeSlot { assigned, resident };
-        let decision = self.policy.decide(&slot);
+        let decision = if self.detached {
+            PeDecision {
+                runnable: slot.resident.clone(),
+                exclusive: false,
+                boosted: None,
+                wait: WaitMode::Block,
+            }
+        } else {
+            self.policy.decide(&slot)
+        };
         self.apply(&slot, &decision);
     }
 
     fn apply(&mut self, slot: &PeSlot, d: &PeDecision) {
+        let released: Vec<(JobId, usize)> = slot
+            .resident
+            .iter()
+            .filter(|r| self.procs.get(&(r.job, r.rank)).is_some_and(|p| p.released))
+            .map(|r| (r.job, r.rank))
+            .collect();
         let runs = |r: &ProcRef| {
-            d.runnable
-                .iter()
-                .any(|q| q.job == r.job && q.rank == r.rank)
+            released.contains(&(r.job, r.rank))
+                || d.runnable
+                    .iter()
+                    .any(|q| q.job == r.job && q.rank == r.rank)
         };
         let mode = page_mode(d.wait);
         let mut refused: Option<io::Error> = None;
@@ -515,7 +473,7 @@ impl NodeManager {
         for r in slot.resident.iter().filter(|r| !runs(r)) {
             if let Some(p) = self.procs.get_mut(&(r.job, r.rank)) {
                 if !p.suspended {
-                    match self.suspender.suspend(p.pid, p.cgroup.as_ref()) {
+                    match p.suspend(&self.suspender) {
                         Ok(()) => p.suspended = true,
                         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                         Err(e) => {
@@ -554,7 +512,7 @@ impl NodeManager {
                     p.mode = Some(mode);
                 }
                 if p.suspended {
-                    match self.suspender.resume(p.pid, p.cgroup.as_ref()) {
+                    match p.resume(&self.suspender) {
                         Ok(()) => p.suspended = false,
                         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => p.suspended = false,
                         Err(e) => {
@@ -594,7 +552,10 @@ impl NodeManager {
             return;
         };
         let status = p.reap();
-        let stderr_tail = (!status.success()).then(|| tail(&p.stderr)).flatten();
+        let stderr_tail = match (&p.stderr, status) {
+            (Some(path), s) if !s.success() && s != ExitKind::Unobserved => tail(path),
+            _ => None,
+        };
         let pe = p.pe;
         drop(p);
         self.event(NodeEvent::Exited {
@@ -608,6 +569,11 @@ impl NodeManager {
     }
 
     fn shutdown(&mut self) {
+        // Adopted processes belong to their launcher: they run on.
+        for p in self.procs.values_mut().filter(|p| p.adopted()) {
+            p.let_go(&self.suspender);
+        }
+        self.procs.retain(|_, p| !p.adopted());
         for p in self.procs.values_mut() {
             p.kill(&self.suspender);
         }
@@ -628,6 +594,27 @@ impl NodeManager {
     }
 }
 
+impl NodeManager {
+    /// Every process runs until the next heartbeat.
+    fn detach(&mut self) {
+        if !self.detached {
+            self.detached = true;
+            for pe in 0..self.cfg.cpus.len() {
+                self.enact(pe);
+            }
+        }
+    }
+
+    /// Adopted processes their launcher is ending run from now on.
+    fn release_cancelled(&mut self) {
+        for p in self.procs.values_mut() {
+            if !p.released && p.being_cancelled() {
+                p.released = true;
+            }
+        }
+    }
+}
+
 /// The page's form of a policy wait mode.
 pub fn page_mode(w: WaitMode) -> PageWaitMode {
     match w {
@@ -640,7 +627,7 @@ pub fn page_mode(w: WaitMode) -> PageWaitMode {
 }
 
 /// The last [`STDERR_TAIL_BYTES`] of a file, lossily decoded.
-fn tail(path: &PathBuf) -> Option<String> {
+fn tail(path: &std::path::Path) -> Option<String> {
     let mut f = File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(STDERR_TAIL_BYTES)))

@@ -320,6 +320,75 @@ pub fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// Sends `sig` to the process a pidfd names (never to a process that
+/// reused its id).
+pub fn pidfd_send_signal(pidfd: &impl AsRawFd, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: integers and a descriptor we hold; no memory is passed.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            0usize,
+            0u32,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Blocks until the process a pidfd names has exited (it need not be our
+/// child: a pidfd polls readable once its process is gone).
+pub fn pidfd_wait_exit(pidfd: &impl AsRawFd) -> io::Result<()> {
+    loop {
+        let mut p = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r > 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if r < 0 && e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Signals that end a process by default and that a resource manager sends
+/// to cancel a job (`SIGHUP`, `SIGINT`, `SIGQUIT`, `SIGTERM`, `SIGUSR1`,
+/// `SIGUSR2`, `SIGXCPU`, `SIGKILL`), as a mask of `1 << (sig - 1)`.
+pub const ENDING_SIGNALS: u64 = 1 << (libc::SIGHUP - 1)
+    | 1 << (libc::SIGINT - 1)
+    | 1 << (libc::SIGQUIT - 1)
+    | 1 << (libc::SIGTERM - 1)
+    | 1 << (libc::SIGUSR1 - 1)
+    | 1 << (libc::SIGUSR2 - 1)
+    | 1 << (libc::SIGXCPU - 1)
+    | 1 << (libc::SIGKILL - 1);
+
+/// The signals pending for process `pid` (its own and its thread group's,
+/// `SigPnd | ShdPnd` of `/proc/<pid>/status`), or `None` when it is gone
+/// or the file cannot be read.
+pub fn pending_signals(pid: Pid) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut mask = 0u64;
+    for line in status.lines() {
+        if let Some(hex) = line
+            .strip_prefix("SigPnd:")
+            .or_else(|| line.strip_prefix("ShdPnd:"))
+        {
+            mask |= u64::from_str_radix(hex.trim(), 16).ok()?;
+        }
+    }
+    Some(mask)
+}
+
 /// A pipe whose two ends close on `exec`.
 pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];

@@ -11,5 +11,8 @@
 //!   each Slurm task (peer credentials checked).
 
 pub mod auth;
+pub mod mm;
+pub mod nm;
 pub mod register;
+pub mod report;
 pub mod wire;

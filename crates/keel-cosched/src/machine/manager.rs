@@ -305,6 +305,8 @@ impl Manager<'_> {
     /// Handles a node event; true when the matrix changed.
     pub(super) fn node_event(&mut self, node: usize, e: NodeEvent) -> bool {
         match e {
+            // This manager's node managers are not asked to report them.
+            NodeEvent::Switched { .. } => false,
             NodeEvent::Notice(text) => {
                 // Each notice is said once, on stderr and in the report.
                 if !self.notices.contains(&text) {

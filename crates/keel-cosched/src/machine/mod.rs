@@ -528,6 +528,7 @@ impl Machine {
                     && self.config.on_manager_exit == ManagerExit::Kill,
                 on_manager_exit: self.config.on_manager_exit,
                 realtime: self.config.realtime,
+                report_switches: false,
             };
             let (policy, suspender, inbox, events) = (
                 Arc::clone(&self.policy),

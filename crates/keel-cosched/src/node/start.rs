@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use keel_policy::cosched::ProcessSched;
 
-use super::{Launch, NodeManager, NodeMsg, Owner, Proc, JOB_ENV};
+use super::{Handle, Launch, NodeManager, NodeMsg, Owner, Proc, JOB_ENV};
 use crate::bsp::{RANK_ENV, RENDEZVOUS_ENV, SIZE_ENV};
 use crate::guardian::{Guarded, Guardian};
 use crate::rundir;
@@ -137,17 +137,18 @@ impl NodeManager {
             rank: l.rank,
             pe: l.pe,
             pid,
-            child,
+            handle: Handle::Child(child),
             page,
             cgroup,
             guardian: None,
-            stderr: l.stderr.clone(),
+            stderr: Some(l.stderr.clone()),
             suspended: false,
             nice: 0,
             mode: None,
             sched: ProcessSched::new(),
             baseline: Counters::default(),
             dying: false,
+            released: false,
             reaped: false,
         };
         // Without a guardian or a waiter the process could outlive us or
