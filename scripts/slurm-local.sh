@@ -4,6 +4,7 @@
 # slurmd runs several per host with -N NODENAME, each on its own port).
 #
 #   bash scripts/slurm-local.sh up [NODES]   # install what is missing, start; prints SLURM_CONF=...
+#   bash scripts/slurm-local.sh mode gang   # Slurm's own gang scheduling on (the baseline); `mode keel`: off
 #   bash scripts/slurm-local.sh status      # sinfo of the running cluster
 #   bash scripts/slurm-local.sh down        # stop every daemon it started, remove its files
 #
@@ -12,8 +13,9 @@
 # 0700; a symbolic link there is refused); the daemons' configuration is
 # /run/keel-slurm/slurm.conf, which `export SLURM_CONF=...` hands to srun,
 # sinfo and the tests. Each node has one CPU (this machine has two), the
-# partition `keel` oversubscribes (OverSubscribe=FORCE) and the
-# controller offers Slurm's own gang scheduling (PreemptMode=GANG) as the
+# partition `keel` oversubscribes (OverSubscribe=FORCE:4): jobs share the
+# nodes and Keel's managers decide who runs when. `mode gang` turns on
+# Slurm's own gang scheduling (PreemptMode=GANG, 5 s slices) instead, the
 # baseline Keel's coscheduling is compared with.
 set -euo pipefail
 
@@ -81,7 +83,7 @@ start_munge() {
 }
 
 write_conf() {
-    local nodes=$1 last_port=$((first_node_port + nodes - 1))
+    local nodes=$1 preempt=${2:-OFF} last_port=$((first_node_port + nodes - 1))
     cat >"$conf" <<EOF
 # Written by scripts/slurm-local.sh: $nodes nodes on this machine.
 ClusterName=keel
@@ -104,7 +106,7 @@ ReturnToService=2
 SchedulerType=sched/builtin
 SelectType=select/linear
 PreemptType=preempt/none
-PreemptMode=GANG
+PreemptMode=$preempt
 SchedulerTimeSlice=5
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
@@ -168,6 +170,27 @@ stop_pid() {
     fi
 }
 
+# Slurm's own gang scheduling (PreemptMode=GANG) time-slices jobs that
+# share nodes every SchedulerTimeSlice; Keel's managers decide that
+# themselves, so the cluster runs with it off (`keel`) unless the baseline
+# is measured (`gang`). The controller restarts; no job may be running.
+mode() {
+    local want=$1 preempt
+    case $want in keel) preempt=OFF ;; gang) preempt=GANG ;; *) die "mode must be keel or gang (got $want)" ;; esac
+    need_root
+    [ -f "$conf" ] || die "no cluster is up ($conf is missing)"
+    if [ -n "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]; then
+        die "jobs are queued or running: switch modes on an idle cluster"
+    fi
+    local nodes
+    nodes=$(grep -c '' <(ls "$dir"/slurmd-n*.pid 2>/dev/null))
+    write_conf "$nodes" "$preempt"
+    stop_pid "$dir/slurmctld.pid"
+    slurmctld -f "$conf" -i
+    wait_idle "$nodes"
+    echo "slurm-local: mode $want (PreemptMode=$preempt)"
+}
+
 down() {
     need_root
     [ -d "$dir" ] || { echo "slurm-local: nothing is up"; return 0; }
@@ -184,6 +207,7 @@ down() {
 case ${1:-} in
     up) up "${2:-2}" ;;
     down) down ;;
+    mode) mode "${2:-}" ;;
     status) SLURM_CONF=$conf sinfo -N ;;
-    *) die "usage: $0 up [2|3|4] | status | down" ;;
+    *) die "usage: $0 up [2|3|4] | mode keel|gang | status | down" ;;
 esac

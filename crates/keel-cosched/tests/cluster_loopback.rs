@@ -189,7 +189,7 @@ fn hostile_peers_are_refused_and_the_manager_serves_on() {
         .arg("--auth")
         .arg(format!("key:{}", other_key.display()))
         .arg("--socket")
-        .arg(c.dir.path().join("n9.sock"))
+        .arg(c.dir.path().join("nm-n9.sock"))
         .arg("--page-dir")
         .arg(&pages)
         .stdout(std::process::Stdio::null())

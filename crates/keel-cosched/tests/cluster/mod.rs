@@ -42,6 +42,10 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub key: PathBuf,
     pub port: u16,
+    /// `--auth` of every daemon.
+    pub auth: String,
+    /// Where the registration sockets are (`nm-NODE.sock`).
+    pub socket_dir: PathBuf,
     pub mm: Option<Child>,
     pub nms: Vec<(String, Child)>,
     pub tasks: Vec<Child>,
@@ -54,6 +58,8 @@ impl Cluster {
         let key = dir.path().join("key");
         keel_cosched::cluster::auth::SharedKey::generate(&key).expect("key");
         Cluster {
+            auth: format!("key:{}", key.display()),
+            socket_dir: dir.path().to_path_buf(),
             dir,
             key,
             port: free_port(),
@@ -64,7 +70,7 @@ impl Cluster {
     }
 
     fn auth(&self) -> String {
-        format!("key:{}", self.key.display())
+        self.auth.clone()
     }
 
     /// Starts the machine manager with `args` (policy, tick, ...).
@@ -84,7 +90,7 @@ impl Cluster {
 
     /// The registration socket of node `name`.
     pub fn socket(&self, name: &str) -> PathBuf {
-        self.dir.path().join(format!("{name}.sock"))
+        self.socket_dir.join(format!("nm-{name}.sock"))
     }
 
     /// The pages' directory.
