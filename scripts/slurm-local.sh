@@ -107,7 +107,7 @@ SchedulerType=sched/builtin
 SelectType=select/linear
 PreemptType=preempt/none
 PreemptMode=$preempt
-SchedulerTimeSlice=5
+SchedulerTimeSlice=30
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 PlugStackConfig=$dir/plugstack.conf
@@ -179,6 +179,11 @@ mode() {
     case $want in keel) preempt=OFF ;; gang) preempt=GANG ;; *) die "mode must be keel or gang (got $want)" ;; esac
     need_root
     [ -f "$conf" ] || die "no cluster is up ($conf is missing)"
+    # Jobs that just ended stay listed while they complete (CG).
+    for _ in $(seq 150); do
+        [ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ] && break
+        sleep 0.2
+    done
     if [ -n "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]; then
         die "jobs are queued or running: switch modes on an idle cluster"
     fi

@@ -34,6 +34,11 @@ pub enum CoschedCommand {
     /// Run §3.2's verification scenarios for real (two nodes of one PE)
     /// under fcfs, local, gs, sb and fcs and print the paper's tables.
     Run(Box<RunArgs>),
+    /// The same scenarios on a Slurm cluster: MPICH BSP jobs launched by
+    /// `srun --keel-cosched` across two nodes under each scheduler, beside
+    /// Slurm's own gang scheduling; then the switch skew between nodes.
+    /// Needs root and the cluster of `scripts/slurm-local.sh up 2`.
+    Cluster(Box<ClusterArgs>),
     /// The synthetic BSP job (started by `run`; see `keel-bsp-job --help`).
     #[command(hide = true)]
     BspJob {
@@ -103,6 +108,148 @@ pub struct RunArgs {
     pub json_file: Option<PathBuf>,
 }
 
+/// `keel cosched cluster`.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// A short version (40 supersteps).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these scenarios (default: all three).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub scenarios: Vec<String>,
+    /// Only these schedulers (default: fcfs, local, gs, sb, fcs); add
+    /// `slurm-gang` for Slurm's own gang scheduling (PreemptMode=GANG; see
+    /// docs/cluster.md for what it can run).
+    #[arg(long = "policy", value_name = "NAME")]
+    pub policies: Vec<String>,
+    /// Time slice of GS and FCS, and slot of the others, seconds (0.025).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub slice: Option<f64>,
+    /// Base compute per superstep, seconds (0.006).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub granularity: Option<f64>,
+    /// Supersteps per rank (500, 40 with --quick).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Where the cluster's plugstack loads Keel's SPANK plugin from.
+    #[arg(long, default_value = "/run/keel-slurm/keel_cosched_spank.so")]
+    pub plugin: PathBuf,
+    /// The node managers' registration sockets (`%n`: the node).
+    #[arg(long, default_value = "/run/keel-slurm/nm-%n.sock")]
+    pub sockets: String,
+    /// The script that turns Slurm's gang scheduling on and off.
+    #[arg(long, default_value = "scripts/slurm-local.sh")]
+    pub slurm_local: PathBuf,
+    /// Slots of the switch-skew run (0: none).
+    #[arg(long, default_value_t = 1000)]
+    pub skew_slots: u64,
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Also write the JSON report to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json_file: Option<PathBuf>,
+}
+
+fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    use keel_cosched::cluster::bench::{run_cluster_bench, ClusterBench};
+    let mut params = if a.quick {
+        scenario::ScenarioParams::quick()
+    } else {
+        scenario::ScenarioParams::full()
+    };
+    if let Some(s) = a.slice {
+        params.time_slice = s;
+    }
+    if let Some(g) = a.granularity {
+        params.granularity_ms = g * 1e3;
+    }
+    if let Some(n) = a.iterations {
+        if n == 0 {
+            return Err(CliError::Usage("cosched cluster: --iterations must be at least 1".into()));
+        }
+        params.iterations = n;
+    }
+    let scenarios = if a.scenarios.is_empty() {
+        scenario::Scenario::ALL.to_vec()
+    } else {
+        a.scenarios
+            .iter()
+            .map(|s| scenario::Scenario::from_name(s).map_err(CliError::Usage))
+            .collect::<Result<_, _>>()?
+    };
+    let policies = if a.policies.is_empty() {
+        scenario::POLICIES.iter().map(|p| p.to_string()).collect()
+    } else {
+        a.policies.clone()
+    };
+    let bench = ClusterBench {
+        scenarios,
+        policies,
+        params,
+        plugin: a.plugin.clone(),
+        sockets: a.sockets.clone(),
+        slurm_local: a.slurm_local.clone(),
+        skew_slots: a.skew_slots,
+    };
+    let quiet = a.quiet;
+    let report = run_cluster_bench(&bench, &mut |what| {
+        if !quiet {
+            let _ = writeln!(std::io::stderr(), "keel cosched cluster: {what}");
+        }
+    })
+    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    for t in &report.tables {
+        writeln!(out, "{}", scenario::format_table(t))?;
+    }
+    writeln!(
+        out,
+        "Scaled §3.2 on Slurm nodes {}: MPICH BSP jobs launched by srun, base step {} ms CPU, {} supersteps, ring, slice {} ms; \
+         times are each job's termination (s since submission); * = best Max{}.",
+        report.nodes.join(", "),
+        report.params.granularity_ms,
+        report.params.iterations,
+        report.params.time_slice * 1e3,
+        if bench_has_gang(&report) {
+            "; SLURM-GANG: Slurm's own gang scheduling (PreemptMode=GANG)"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(s) = &report.skew {
+        writeln!(
+            out,
+            "switch skew over {} slots of {} ms, {} nodes: latest enactment − switch time: median {:.3} ms, p99 {:.3} ms, max {:.3} ms (estimated clocks){}",
+            s.slots,
+            report.params.time_slice * 1e3,
+            s.nodes,
+            s.estimated.median * 1e3,
+            s.estimated.p99 * 1e3,
+            s.estimated.max * 1e3,
+            s.true_clock.map_or(String::new(), |t| format!(
+                "; true clock: median {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                t.median * 1e3,
+                t.p99 * 1e3,
+                t.max * 1e3
+            ))
+        )?;
+    }
+    if let Some(path) = &a.json_file {
+        let file = std::fs::File::create(path).map_err(|e| {
+            CliError::Runtime(format!("cosched cluster: cannot write {}: {e}", path.display()))
+        })?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)?;
+    }
+    Ok(())
+}
+
+fn bench_has_gang(report: &keel_cosched::cluster::bench::ClusterReport) -> bool {
+    report
+        .runs
+        .iter()
+        .any(|r| r.policy == keel_cosched::cluster::bench::SLURM_GANG)
+}
+
 /// A duration in seconds that must be finite and positive.
 fn positive_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
@@ -115,6 +262,7 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 pub fn run(args: &CoschedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
         CoschedCommand::Run(a) => run_scenarios(a, out),
+        CoschedCommand::Cluster(a) => run_cluster(a, out),
         CoschedCommand::BspJob { args } => {
             let argv = std::iter::once(OsString::from("keel-bsp-job")).chain(args.iter().cloned());
             out.flush()?;

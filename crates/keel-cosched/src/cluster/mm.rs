@@ -483,6 +483,9 @@ impl Mm<'_> {
                 ));
                 if let Some(s) = self.steps.get_mut(&step) {
                     s.record.reclassified += 1;
+                    if let Some(c) = s.record.classes.get_mut(rank as usize) {
+                        *c = class;
+                    }
                 }
             }
             Msg::Enacted {

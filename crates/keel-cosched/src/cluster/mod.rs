@@ -16,3 +16,4 @@ pub mod nm;
 pub mod register;
 pub mod report;
 pub mod wire;
+pub mod bench;

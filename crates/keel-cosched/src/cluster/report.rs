@@ -48,6 +48,8 @@ pub struct StepRecord {
     pub ends: Vec<TaskEnd>,
     /// Class changes FCS made.
     pub reclassified: u64,
+    /// Each rank's latest FCS class (`cs` until changed), by rank.
+    pub classes: Vec<String>,
 }
 
 impl StepRecord {
@@ -62,6 +64,7 @@ impl StepRecord {
             ended_s: None,
             ends: Vec::new(),
             reclassified: 0,
+            classes: vec!["cs".into(); size.min(4096) as usize],
         }
     }
 }
