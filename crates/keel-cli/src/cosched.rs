@@ -143,6 +143,10 @@ pub struct ClusterArgs {
     /// Slots of the switch-skew run (0: none).
     #[arg(long, default_value_t = 1000)]
     pub skew_slots: u64,
+    /// Runs of each cell, interleaved across the schedulers; cells are
+    /// medians.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub reps: u64,
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -166,7 +170,9 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     if let Some(n) = a.iterations {
         if n == 0 {
-            return Err(CliError::Usage("cosched cluster: --iterations must be at least 1".into()));
+            return Err(CliError::Usage(
+                "cosched cluster: --iterations must be at least 1".into(),
+            ));
         }
         params.iterations = n;
     }
@@ -191,6 +197,7 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
         sockets: a.sockets.clone(),
         slurm_local: a.slurm_local.clone(),
         skew_slots: a.skew_slots,
+        reps: a.reps as usize,
     };
     let quiet = a.quiet;
     let report = run_cluster_bench(&bench, &mut |what| {
@@ -205,11 +212,12 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(
         out,
         "Scaled §3.2 on Slurm nodes {}: MPICH BSP jobs launched by srun, base step {} ms CPU, {} supersteps, ring, slice {} ms; \
-         times are each job's termination (s since submission); * = best Max{}.",
+         times are each job's termination (s since submission), median of {} run(s); * = best Max{}.",
         report.nodes.join(", "),
         report.params.granularity_ms,
         report.params.iterations,
         report.params.time_slice * 1e3,
+        a.reps,
         if bench_has_gang(&report) {
             "; SLURM-GANG: Slurm's own gang scheduling (PreemptMode=GANG)"
         } else {
@@ -236,7 +244,10 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     if let Some(path) = &a.json_file {
         let file = std::fs::File::create(path).map_err(|e| {
-            CliError::Runtime(format!("cosched cluster: cannot write {}: {e}", path.display()))
+            CliError::Runtime(format!(
+                "cosched cluster: cannot write {}: {e}",
+                path.display()
+            ))
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)?;
     }

@@ -240,3 +240,35 @@ fn clock_offsets_are_estimated_and_switches_meet() {
         "{report}"
     );
 }
+
+#[test]
+fn silent_heartbeats_let_tasks_run_and_the_nodes_rejoin() {
+    let mut c = Cluster::new();
+    start(&mut c, &["--policy", "gs:t-slice=0.05"]);
+    let (pids, outs) = two_steps(&mut c);
+    std::thread::sleep(Duration::from_millis(300));
+    // A stopped machine manager is a partition as its NMs see it: its
+    // connections stay open and nothing arrives.
+    let mm = c.mm.as_ref().expect("mm").id() as Pid;
+    sys::kill(mm, libc::SIGSTOP).expect("stop mm");
+    // After 4 slots (at least 200 ms) every task runs: none stays stopped.
+    std::thread::sleep(Duration::from_millis(600));
+    let running = common::wait_until(Duration::from_secs(2), || {
+        pids.iter()
+            .all(|&p| common::gone(p) || sys::proc_state(p) != Some('T'))
+    });
+    sys::kill(mm, libc::SIGCONT).expect("continue mm");
+    assert!(running, "a task stayed stopped without heartbeats");
+    c.wait_tasks(Duration::from_secs(60));
+    check_outputs(&outs);
+    let report = c.stop_mm();
+    // The nodes said they ran unmanaged, and came back.
+    assert!(
+        report["notices"].to_string().contains("ran unmanaged"),
+        "{report}"
+    );
+    for i in 0..2 {
+        let log = c.stop_nm(i);
+        assert!(log.contains("heartbeats are back"), "{log}");
+    }
+}

@@ -36,7 +36,11 @@ fn ready(test: &str) -> bool {
         .is_ok_and(|s| s.success());
     let spank = Path::new("/usr/include/slurm/spank.h").exists();
     let munge = keel_cosched::cluster::auth::Munge::new(None).is_ok();
-    common::can_run(test, "slurm", root && plugstack && nodes && mpicc && spank && munge)
+    common::can_run(
+        test,
+        "slurm",
+        root && plugstack && nodes && mpicc && spank && munge,
+    )
 }
 
 /// The MPICH ring (`pmpi/tests/ring.c`), built once.
@@ -51,7 +55,11 @@ fn ring() -> PathBuf {
             .arg(format!("BUILD={}", dir.display()))
             .output()
             .expect("make runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         dir.join("ring")
     })
     .clone()
@@ -71,7 +79,8 @@ fn start(policy: &str) -> Cluster {
     // Registration is refused until a node manager has its policy.
     let connected = |n: &str| c.socket(n).exists();
     assert!(
-        common::wait_until(Duration::from_secs(10), || connected("n1") && connected("n2")),
+        common::wait_until(Duration::from_secs(10), || connected("n1")
+            && connected("n2")),
         "the node managers' sockets did not appear"
     );
     std::thread::sleep(Duration::from_millis(500));
@@ -81,7 +90,14 @@ fn start(policy: &str) -> Cluster {
 /// `srun` of a 2-task ring across the two nodes, managed by Keel.
 fn srun_ring(name: &str, policy: &str, iterations: u32, compute_us: u32) -> Child {
     Command::new("srun")
-        .args(["--mpi=pmi2", "-N2", "-n2", "-J", name, &format!("--keel-cosched={policy}")])
+        .args([
+            "--mpi=pmi2",
+            "-N2",
+            "-n2",
+            "-J",
+            name,
+            &format!("--keel-cosched={policy}"),
+        ])
         .arg(ring())
         .args([iterations.to_string(), compute_us.to_string()])
         .stdout(Stdio::piped())
@@ -118,7 +134,10 @@ fn rings() -> Vec<(Pid, u32, u32)> {
 
 /// The id of the running job called `name`.
 fn job_id(name: &str) -> Option<u32> {
-    let out = Command::new("squeue").args(["-h", "-n", name, "-o", "%i"]).output().ok()?;
+    let out = Command::new("squeue")
+        .args(["-h", "-n", name, "-o", "%i"])
+        .output()
+        .ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
 
@@ -168,7 +187,9 @@ fn two_srun_steps_are_gang_scheduled_across_slurm_nodes() {
         let now = rings();
         if now.len() == 4 {
             samples += 1;
-            let state = |&(pid, job, rank): &(Pid, u32, u32)| ((job, rank), sys::proc_state(pid) == Some('T'));
+            let state = |&(pid, job, rank): &(Pid, u32, u32)| {
+                ((job, rank), sys::proc_state(pid) == Some('T'))
+            };
             let states: Vec<_> = now.iter().map(state).collect();
             for (key, t) in &states {
                 *stopped.entry(*key).or_default() += u32::from(*t);
@@ -186,9 +207,15 @@ fn two_srun_steps_are_gang_scheduled_across_slurm_nodes() {
     let (ok_a, out_a) = wait_srun(&mut a, Duration::from_secs(30));
     let (ok_b, out_b) = wait_srun(&mut b, Duration::from_secs(30));
     assert!(ok_a && ok_b, "a ring failed:\n{out_a}\n{out_b}");
-    assert!(samples >= 20, "only {samples} samples with both rings' four ranks");
+    assert!(
+        samples >= 20,
+        "only {samples} samples with both rings' four ranks"
+    );
     assert_eq!(stopped.len(), 4, "{stopped:?}");
-    assert!(stopped.values().all(|&n| n > 0), "a rank was never stopped: {stopped:?} of {samples}");
+    assert!(
+        stopped.values().all(|&n| n > 0),
+        "a rank was never stopped: {stopped:?} of {samples}"
+    );
     assert!(
         f64::from(split) <= 0.2 * f64::from(2 * samples),
         "{split} split gang samples of {}",
@@ -197,7 +224,12 @@ fn two_srun_steps_are_gang_scheduled_across_slurm_nodes() {
     let report = c.stop_mm();
     let steps = report["steps"].as_array().expect("steps");
     assert_eq!(steps.len(), 2, "{report}");
-    assert!(steps.iter().all(|s| s["ended_s"].is_number() && s["size"] == 2), "{report}");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["ended_s"].is_number() && s["size"] == 2),
+        "{report}"
+    );
     c.stop_nm(0);
     c.stop_nm(1);
     assert!(c.leftover_pages().is_empty(), "{:?}", c.leftover_pages());
@@ -223,19 +255,28 @@ fn scancel_of_a_suspended_step_ends_it_and_the_other_step_completes() {
         std::thread::sleep(Duration::from_millis(3));
     }
     let victim = victim.expect("no rank of the first job was seen stopped");
-    let status = Command::new("scancel").arg(victim.to_string()).status().expect("scancel");
+    let status = Command::new("scancel")
+        .arg(victim.to_string())
+        .status()
+        .expect("scancel");
     assert!(status.success());
     let (ok_long, _) = wait_srun(&mut long, Duration::from_secs(20));
     assert!(!ok_long, "a cancelled ring cannot succeed");
     assert!(
-        common::wait_until(Duration::from_secs(10), || rings().iter().all(|r| r.1 != victim)),
+        common::wait_until(Duration::from_secs(10), || rings()
+            .iter()
+            .all(|r| r.1 != victim)),
         "the cancelled job's ranks still run: {:?}",
         rings()
     );
     let (ok_short, out) = wait_srun(&mut short, Duration::from_secs(60));
     assert!(ok_short, "the other ring failed:\n{out}");
     let report = c.stop_mm();
-    assert_eq!(report["steps"].as_array().map(Vec::len), Some(2), "{report}");
+    assert_eq!(
+        report["steps"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
     c.stop_nm(0);
     c.stop_nm(1);
     assert!(c.leftover_pages().is_empty(), "{:?}", c.leftover_pages());

@@ -11,7 +11,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use keel_policy::{cosched, dls, farm, mapping};
 
+mod cosched_register;
 mod cosched_wire;
+pub use cosched_register::cosched_register;
 pub use cosched_wire::cosched_wire;
 
 /// A target's input generator.

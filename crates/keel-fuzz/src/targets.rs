@@ -47,7 +47,7 @@ pub const WIRE_TO: u64 = 42;
 /// a session.
 pub const WIRE_SEQ: u64 = 1;
 
-static TARGETS: [Target; 8] = [
+static TARGETS: [Target; 9] = [
     Target {
         name: "policy-spec",
         summary: "spec strings through Spec::parse and every registry (mapping, loop schedule, \
@@ -103,6 +103,14 @@ static TARGETS: [Target; 8] = [
                   itself and is refused under another session or sequence number",
         run: cosched_wire,
         grammar: grammar::cosched_wire,
+    },
+    Target {
+        name: "cosched-register",
+        summary: "registration socket lines (SPANK plugin -> NM) through Registration::parse \
+                  and Reply::parse; an accepted request encodes and parses back to itself and \
+                  is authorized for its own pid only; an accepted reply round-trips",
+        run: cosched_register,
+        grammar: grammar::cosched_register,
     },
 ];
 
@@ -342,6 +350,59 @@ fn wire_payload(payload: &[u8]) -> Result<(), String> {
     }
 }
 
+fn cosched_register(input: &[u8]) -> Result<(), String> {
+    use keel_cosched::cluster::register::{authorize, Registration, Reply};
+    use keel_cosched::sys::PeerCred;
+    if let Ok(reg) = Registration::parse(input) {
+        let line = reg.encode();
+        match Registration::parse(line.as_bytes()) {
+            Ok(back) if back == reg => {}
+            Ok(back) => {
+                return Err(format!(
+                    "{reg:?} encodes as `{line}`, which parses as {back:?}"
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{reg:?} encodes as `{line}`, which does not parse: {e}"
+                ))
+            }
+        }
+        let own = PeerCred {
+            pid: reg.pid,
+            uid: reg.uid,
+            gid: reg.gid,
+        };
+        if let Err(e) = authorize(&reg, &own) {
+            return Err(format!("{reg:?} refused for its own process: {e}"));
+        }
+        let other = PeerCred {
+            pid: reg.pid.wrapping_add(1),
+            ..own
+        };
+        if authorize(&reg, &other).is_ok() {
+            return Err(format!("{reg:?} authorized for process {}", other.pid));
+        }
+    }
+    if let Ok(reply) = Reply::parse(&text(input)) {
+        let line = reply.encode();
+        match Reply::parse(&line) {
+            Ok(back) if back == reply => {}
+            Ok(back) => {
+                return Err(format!(
+                    "{reply:?} encodes as `{line}`, which parses as {back:?}"
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{reply:?} encodes as `{line}`, which does not parse: {e}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the machine manager does with an accepted job before checking it
 /// against the machine: it waits `arrival` seconds from now
 /// (`Instant::now() + Duration::from_secs_f64(arrival)`, which panics past
@@ -433,6 +494,13 @@ mod tests {
             (
                 "job-file",
                 accepted("job-file", |b| parse_jobs(&text(b), "f").is_ok()),
+            ),
+            (
+                "cosched-register",
+                accepted("cosched-register", |b| {
+                    keel_cosched::cluster::register::Registration::parse(b).is_ok()
+                        || keel_cosched::cluster::register::Reply::parse(&text(b)).is_ok()
+                }),
             ),
             (
                 "cosched-wire",

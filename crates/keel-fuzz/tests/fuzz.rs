@@ -110,6 +110,11 @@ fn cosched_wire_survives_fixed_cases() {
 }
 
 #[test]
+fn cosched_register_survives_fixed_cases() {
+    fixed_cases("cosched-register");
+}
+
+#[test]
 fn every_target_has_a_fixed_cases_test_and_seeds() {
     let source = include_str!("fuzz.rs");
     for t in targets() {

@@ -66,6 +66,8 @@ pub struct ClusterBench {
     pub slurm_local: PathBuf,
     /// Slots of the idle switch-skew run (0: none).
     pub skew_slots: u64,
+    /// Runs of each (scenario, scheduler); cells are medians.
+    pub reps: usize,
 }
 
 /// One run's extras beside its table row.
@@ -75,6 +77,8 @@ pub struct ClusterRun {
     pub scenario: String,
     /// Policy row.
     pub policy: String,
+    /// Which repetition (from 1).
+    pub rep: usize,
     /// The machine manager's report (Keel rows).
     pub manager: Option<MmReport>,
 }
@@ -106,7 +110,10 @@ fn err(text: impl Into<String>) -> BenchError {
 /// `srun`'s placement arguments for a job of `ranks` ranks, pinned to
 /// `pes` (PE i = node i, one PE per node) or spread one rank per node.
 pub fn srun_shape(ranks: usize, pes: Option<&[usize]>, nodes: &[String]) -> Vec<String> {
-    let mut a = vec![format!("-N{}", ranks.min(nodes.len()).max(1)), format!("-n{ranks}")];
+    let mut a = vec![
+        format!("-N{}", ranks.min(nodes.len()).max(1)),
+        format!("-n{ranks}"),
+    ];
     if let Some(pes) = pes {
         let names: Vec<&str> = pes
             .iter()
@@ -242,7 +249,13 @@ struct Managers {
 }
 
 impl Managers {
-    fn start(bench: &ClusterBench, nodes: &[String], policy: &str, work: &Path, run: usize) -> Result<Managers, BenchError> {
+    fn start(
+        bench: &ClusterBench,
+        nodes: &[String],
+        policy: &str,
+        work: &Path,
+        run: usize,
+    ) -> Result<Managers, BenchError> {
         let key = work.join(format!("key-{run}"));
         let auth: Arc<dyn Authenticator> =
             Arc::new(SharedKey::generate(&key).map_err(|e| err(e.to_string()))?);
@@ -261,7 +274,10 @@ impl Managers {
             slots: None,
             verbose: false,
         };
-        let (stop_mm, stop_nm) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (stop_mm, stop_nm) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
         let (a, s) = (Arc::clone(&auth), Arc::clone(&stop_mm));
         let mm = std::thread::spawn(move || {
             run_machine_manager(&cfg, listener, a, peer, s).map_err(|e| e.to_string())
@@ -356,8 +372,10 @@ fn run_jobs(
         cmd.args(["--mpi=pmi2", "-J", &format!("keel-{}", job.name)])
             .args(srun_shape(job.ranks, job.pes.as_deref(), nodes));
         if let Some(policy) = keel {
-            cmd.arg(format!("--keel-cosched={policy}"))
-                .arg(format!("--export=ALL,LD_PRELOAD={}", built.pmpi().display()));
+            cmd.arg(format!("--keel-cosched={policy}")).arg(format!(
+                "--export=ALL,LD_PRELOAD={}",
+                built.pmpi().display()
+            ));
         }
         cmd.arg(built.bsp())
             .args(bsp_args(job))
@@ -376,7 +394,10 @@ fn run_jobs(
         if t0.elapsed() > limit {
             for &i in &open {
                 let _ = children[i].kill();
-                notes.push(format!("{}: still ran after {limit:?}; killed", jobs[i].name));
+                notes.push(format!(
+                    "{}: still ran after {limit:?}; killed",
+                    jobs[i].name
+                ));
             }
             break;
         }
@@ -440,6 +461,103 @@ impl Drop for GangMode<'_> {
     }
 }
 
+/// One run of a scenario under one scheduler.
+#[derive(Clone)]
+struct OneRun {
+    ends: Vec<Option<f64>>,
+    classes: Vec<Vec<String>>,
+    notes: Vec<String>,
+    manager: Option<MmReport>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    bench: &ClusterBench,
+    jobs: &[JobSpec],
+    name: &str,
+    nodes: &[String],
+    built: &Built,
+    gang: &mut GangMode<'_>,
+    run_no: usize,
+    limit: Duration,
+) -> Result<OneRun, BenchError> {
+    let (done, manager) = if name == SLURM_GANG {
+        gang.set(true)?;
+        (run_jobs(jobs, nodes, built, None, limit)?, None)
+    } else {
+        gang.set(false)?;
+        let spec = policy_spec(name, bench.params.time_slice);
+        let managers = Managers::start(bench, nodes, &spec, built.dir.path(), run_no)?;
+        let outcome = run_jobs(jobs, nodes, built, Some(name), limit);
+        let report = managers.stop()?;
+        (outcome?, Some(report))
+    };
+    let JobsRun {
+        ends,
+        ids,
+        mut notes,
+    } = done;
+    // Each scenario job's classes, found by its Slurm job id.
+    let classes = manager
+        .as_ref()
+        .map(|m| {
+            ids.iter()
+                .map(|id| {
+                    m.steps
+                        .iter()
+                        .find(|s| Some(s.job) == *id)
+                        .map(|s| s.classes.clone())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(m) = &manager {
+        notes.extend(m.notices.iter().cloned());
+    }
+    Ok(OneRun {
+        ends,
+        classes,
+        notes,
+        manager,
+    })
+}
+
+/// A table row from a scheduler's runs: medians over the runs, a job (or
+/// the makespan) failed if it failed in any run.
+fn row(name: &str, runs: &[OneRun], jobs: usize) -> Row {
+    let median = |v: Vec<f64>| keel_policy::stats::median_of(&v);
+    let per_job = (0..jobs)
+        .map(|j| {
+            let ends: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.ends.get(j).copied().flatten())
+                .collect();
+            (ends.len() == runs.len()).then(|| median(ends)).flatten()
+        })
+        .collect();
+    let maxes: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.ends.iter().all(Option::is_some))
+        .map(|r| r.ends.iter().flatten().copied().fold(0.0, f64::max))
+        .collect();
+    let max = (maxes.len() == runs.len()).then(|| median(maxes)).flatten();
+    let mut notes: Vec<String> = Vec::new();
+    for n in runs.iter().flat_map(|r| r.notes.iter()) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    Row {
+        policy: name.to_string(),
+        jobs: per_job,
+        max,
+        classes: runs.last().map(|r| r.classes.clone()).unwrap_or_default(),
+        notes,
+        runs: Vec::new(),
+    }
+}
+
 /// Runs the benchmark; `progress` hears each run as it starts.
 pub fn run_cluster_bench(
     bench: &ClusterBench,
@@ -472,62 +590,29 @@ pub fn run_cluster_bench(
     let mut run_no = 0;
     for &scenario in &bench.scenarios {
         let jobs = scenario.jobs(&bench.params);
-        let mut rows = Vec::new();
-        for name in &bench.policies {
-            progress(&format!("{} / {name}", scenario.name()));
-            run_no += 1;
-            let (done, manager) = if name == SLURM_GANG {
-                gang.set(true)?;
-                (run_jobs(&jobs, &nodes, &built, None, limit)?, None)
-            } else {
-                gang.set(false)?;
-                let spec = policy_spec(name, bench.params.time_slice);
-                let managers = Managers::start(bench, &nodes, &spec, &work, run_no)?;
-                let outcome = run_jobs(&jobs, &nodes, &built, Some(name), limit);
-                let report = managers.stop()?;
-                (outcome?, Some(report))
-            };
-            let JobsRun {
-                ends,
-                ids,
-                mut notes,
-            } = done;
-            // Each scenario job's classes, found by its Slurm job id.
-            let classes = manager
-                .as_ref()
-                .map(|m| {
-                    ids.iter()
-                        .map(|id| {
-                            m.steps
-                                .iter()
-                                .find(|s| Some(s.job) == *id)
-                                .map(|s| s.classes.clone())
-                                .unwrap_or_default()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(m) = &manager {
-                notes.extend(m.notices.iter().cloned());
+        let mut done: Vec<Vec<OneRun>> = vec![Vec::new(); bench.policies.len()];
+        // Repetitions go round the schedulers, so that a slow spell of the
+        // machine is spread over them rather than falling on one.
+        for rep in 0..bench.reps.max(1) {
+            for (p, name) in bench.policies.iter().enumerate() {
+                progress(&format!("{} / {name} / run {}", scenario.name(), rep + 1));
+                run_no += 1;
+                let one = run_one(bench, &jobs, name, &nodes, &built, &mut gang, run_no, limit)?;
+                runs.push(ClusterRun {
+                    scenario: scenario.name().into(),
+                    policy: name.clone(),
+                    rep: rep + 1,
+                    manager: one.manager.clone(),
+                });
+                done[p].push(one);
             }
-            let max = ends
-                .iter()
-                .all(Option::is_some)
-                .then(|| ends.iter().flatten().copied().fold(0.0, f64::max));
-            rows.push(Row {
-                policy: name.clone(),
-                jobs: ends,
-                max,
-                classes,
-                notes,
-                runs: Vec::new(),
-            });
-            runs.push(ClusterRun {
-                scenario: scenario.name().into(),
-                policy: name.clone(),
-                manager,
-            });
         }
+        let rows = bench
+            .policies
+            .iter()
+            .zip(done)
+            .map(|(name, runs)| row(name, &runs, jobs.len()))
+            .collect();
         tables.push(Table {
             scenario,
             title: format!("{} (Slurm, 2 nodes)", scenario.title()),
@@ -554,7 +639,11 @@ pub fn run_cluster_bench(
 /// The machine manager alone with the node managers for
 /// `bench.skew_slots` slots of the scenarios' slice, under `local` (every
 /// slot a switch, nothing suspended).
-fn skew_run(bench: &ClusterBench, nodes: &[String], work: &Path) -> Result<Option<SkewReport>, BenchError> {
+fn skew_run(
+    bench: &ClusterBench,
+    nodes: &[String],
+    work: &Path,
+) -> Result<Option<SkewReport>, BenchError> {
     let managers = Managers::start(bench, nodes, "local", work, 0)?;
     let slot = Duration::from_secs_f64(bench.params.time_slice);
     std::thread::sleep(slot * bench.skew_slots as u32 + Duration::from_millis(200));

@@ -556,7 +556,13 @@ impl Mm<'_> {
         let overdue: Vec<StepId> = self
             .steps
             .values()
-            .filter(|s| s.packed.is_none() && s.first_seen.elapsed() >= STEP_GATHER)
+            // A complete step that waits for PEs (a batch policy) is not
+            // gathering: it is packed when a step ends.
+            .filter(|s| {
+                s.packed.is_none()
+                    && s.ranks.len() < s.size as usize
+                    && s.first_seen.elapsed() >= STEP_GATHER
+            })
             .map(|s| s.id)
             .collect();
         for id in overdue {

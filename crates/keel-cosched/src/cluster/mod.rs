@@ -11,9 +11,9 @@
 //!   each Slurm task (peer credentials checked).
 
 pub mod auth;
+pub mod bench;
 pub mod mm;
 pub mod nm;
 pub mod register;
 pub mod report;
 pub mod wire;
-pub mod bench;

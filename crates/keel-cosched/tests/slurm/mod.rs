@@ -101,4 +101,3 @@ pub fn install_live_plugin() {
     std::fs::copy(built.path().join("keel_cosched_spank.so"), &fresh).unwrap();
     std::fs::rename(&fresh, LIVE_PLUGIN).unwrap();
 }
-
