@@ -24,6 +24,7 @@
 pub mod bsp;
 pub mod cluster;
 pub mod control;
+mod deadline;
 pub mod guardian;
 pub mod job;
 pub mod machine;

@@ -93,20 +93,9 @@ fn a_good_line_parses_in_any_key_order() {
 
 #[test]
 fn each_bad_line_is_refused_naming_its_fault() {
-    let numbers = [
-        "job",
-        "step",
-        "rank",
-        "size",
-        "local_rank",
-        "local_size",
-        "nodes",
-        "pid",
-        "uid",
-        "gid",
-    ];
+    let numbers = &keel_cosched::cluster::register::KEYS[..10];
     let mut cases: Vec<(String, String)> = Vec::new();
-    for key in numbers {
+    for &key in numbers {
         cases.push((with(key, ""), format!("`{key}` is missing")));
         cases.push((format!("{GOOD} {key}=1"), format!("`{key}` is given twice")));
         for bad in ["", "-1", "+1", "0x10", "1e3", "12a", "1.0", "١"] {

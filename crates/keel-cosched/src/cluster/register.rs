@@ -55,6 +55,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::deadline::{drain_by, ms_until, poll_fd, write_by};
 use crate::sys::{self, PeerCred};
 
 /// Protocol version of a registration line.
@@ -120,8 +121,8 @@ fn err(msg: impl Into<String>) -> RegisterError {
 }
 
 /// The keys of a request, in the order [`Registration::encode`] writes
-/// them.
-const KEYS: [&str; 11] = [
+/// them: the numbers, then the optional `policy`.
+pub const KEYS: [&str; 11] = [
     "job",
     "step",
     "rank",
@@ -693,30 +694,6 @@ fn answer(stream: &UnixStream, handler: &Handler) -> Reply {
         .unwrap_or_else(|_| refused("the node manager failed while registering the task".into()))
 }
 
-/// Waits up to `timeout_ms` for `events` on `fd`.
-fn poll_fd(fd: libc::c_int, events: libc::c_short, timeout_ms: libc::c_int) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut p, 1, timeout_ms) > 0 }
-}
-
-/// Milliseconds left until `deadline`, rounded up, for `poll`.
-fn ms_until(deadline: Instant) -> Option<libc::c_int> {
-    let left = deadline.checked_duration_since(Instant::now())?;
-    if left.is_zero() {
-        return None;
-    }
-    Some(
-        left.as_micros()
-            .div_ceil(1000)
-            .min(libc::c_int::MAX as u128) as libc::c_int,
-    )
-}
-
 /// Reads one request line, its newline included, from a non-blocking
 /// stream: all of it by `deadline` (not per read: a client trickling a
 /// byte at a time is cut off too) and within [`MAX_REQUEST_BYTES`].
@@ -757,49 +734,6 @@ fn read_request(stream: &UnixStream, deadline: Instant) -> Result<Vec<u8>, Strin
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                 ) => {}
             Err(e) => return Err(format!("cannot read the request: {e}")),
-        }
-    }
-}
-
-/// Writes all of `bytes` to a non-blocking stream by `deadline`.
-fn write_by(stream: &UnixStream, mut bytes: &[u8], deadline: Instant) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match (&*stream).write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) =>
-            {
-                let ms = ms_until(deadline).ok_or(io::ErrorKind::TimedOut)?;
-                poll_fd(stream.as_raw_fd(), libc::POLLOUT, ms);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Reads and discards what the client still sends, until it closes or
-/// `deadline`: closing a Unix socket with unread data resets it, and the
-/// client would lose the reply (to a request too long, or too slow).
-fn drain_by(stream: &UnixStream, deadline: Instant) {
-    let mut chunk = [0u8; 4096];
-    while let Some(ms) = ms_until(deadline) {
-        if !poll_fd(stream.as_raw_fd(), libc::POLLIN, ms) {
-            continue;
-        }
-        match (&*stream).read(&mut chunk) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => return,
         }
     }
 }

@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use keel_policy::cosched::{JobId, ProcessSched};
+use keel_policy::cosched::JobId;
 
 use super::{Handle, NodeEvent, NodeManager, NodeMsg, Owner, Proc};
 use crate::guardian::{Guarded, Guardian, ManagerExit};
-use crate::shm::{Counters, Page};
+use crate::shm::Page;
 use crate::sys::{self, CpuSet, Pid};
 
 /// A process to adopt.
@@ -90,25 +90,15 @@ impl NodeManager {
             &a.page.parent().into_iter().collect::<Vec<_>>(),
         )
         .map_err(|e| format!("cannot start the guardian: {e}"))?;
-        let mut proc = Proc {
-            job: a.job,
-            rank: a.rank,
-            pe: a.pe,
-            pid: a.pid,
-            handle: Handle::Adopted(pidfd),
+        let mut proc = Proc::new(
+            (a.job, a.rank, a.pe),
+            a.pid,
+            Handle::Adopted(pidfd),
             page,
-            cgroup: None,
-            guardian: Some(guardian),
-            stderr: None,
-            suspended: false,
-            nice: 0,
-            mode: None,
-            sched: ProcessSched::new(),
-            baseline: Counters::default(),
-            dying: false,
-            released: false,
-            reaped: false,
-        };
+            None,
+            None,
+        );
+        proc.guardian = Some(guardian);
         let tx = self.inbox.clone();
         let (job, rank) = (a.job, a.rank);
         let waiter = std::thread::Builder::new()

@@ -55,6 +55,37 @@ pub(super) struct Proc {
 }
 
 impl Proc {
+    /// A process just started or adopted: running, unboosted, CS, with
+    /// zero counters as its baseline; its guardian is handed over after.
+    pub(super) fn new(
+        (job, rank, pe): (JobId, usize, usize),
+        pid: Pid,
+        handle: Handle,
+        page: Page,
+        cgroup: Option<ProcCgroup>,
+        stderr: Option<PathBuf>,
+    ) -> Proc {
+        Proc {
+            job,
+            rank,
+            pe,
+            pid,
+            handle,
+            page,
+            cgroup,
+            guardian: None,
+            stderr,
+            suspended: false,
+            nice: 0,
+            mode: None,
+            sched: ProcessSched::new(),
+            baseline: Counters::default(),
+            dying: false,
+            released: false,
+            reaped: false,
+        }
+    }
+
     pub(super) fn proc_ref(&self, classifies: bool) -> ProcRef {
         ProcRef {
             job: self.job,

@@ -6,13 +6,11 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use keel_policy::cosched::ProcessSched;
-
 use super::{Handle, Launch, NodeManager, NodeMsg, Owner, Proc, JOB_ENV};
 use crate::bsp::{RANK_ENV, RENDEZVOUS_ENV, SIZE_ENV};
 use crate::guardian::{Guarded, Guardian};
 use crate::rundir;
-use crate::shm::{Counters, Page, PAGE_ENV};
+use crate::shm::{Page, PAGE_ENV};
 use crate::sys::{self, CpuSet, Pid};
 
 impl NodeManager {
@@ -132,25 +130,14 @@ impl NodeManager {
                     at: Instant::now(),
                 });
             });
-        let mut proc = Proc {
-            job: l.job,
-            rank: l.rank,
-            pe: l.pe,
+        let mut proc = Proc::new(
+            (l.job, l.rank, l.pe),
             pid,
-            handle: Handle::Child(child),
+            Handle::Child(child),
             page,
             cgroup,
-            guardian: None,
-            stderr: Some(l.stderr.clone()),
-            suspended: false,
-            nice: 0,
-            mode: None,
-            sched: ProcessSched::new(),
-            baseline: Counters::default(),
-            dying: false,
-            released: false,
-            reaped: false,
-        };
+            Some(l.stderr.clone()),
+        );
         // Without a guardian or a waiter the process could outlive us or
         // never be seen to end: do not run it. The guardian is handed to
         // the process first, so that killing and reaping it dismisses the

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use keel_cosched::cluster::register::{MAX_POLICY_LEN, MAX_REQUEST_BYTES, REQUEST_MAGIC};
+use keel_cosched::cluster::register::{KEYS, MAX_POLICY_LEN, MAX_REQUEST_BYTES, REQUEST_MAGIC};
 
 use super::{number, word, Grammar};
 
@@ -36,18 +36,8 @@ fn policy() -> BoxedStrategy<String> {
 /// A request line: the keys of a real registration, shuffled, now and
 /// then one dropped, doubled or unknown.
 fn request() -> BoxedStrategy<String> {
-    let keys = [
-        "job",
-        "step",
-        "rank",
-        "size",
-        "local_rank",
-        "local_size",
-        "nodes",
-        "pid",
-        "uid",
-        "gid",
-    ];
+    // The numbers, without the optional `policy` (drawn on its own).
+    let keys = &KEYS[..KEYS.len() - 1];
     let fields = (
         prop::collection::vec(value(), keys.len()),
         prop::option::weighted(0.5, policy()),
