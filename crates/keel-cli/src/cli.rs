@@ -52,6 +52,10 @@ pub enum Command {
     /// Objects across MPI ranks: `keel mpi bench` runs the Lassen-like
     /// proxy as distributed objects under `mpiexec`.
     Mpi(crate::mpi_bench::MpiArgs),
+    /// Write the man pages and shell completions (`scripts/install.sh`
+    /// puts them under the prefix's `share/`).
+    #[command(hide = true)]
+    InstallDocs(crate::install_docs::InstallDocsArgs),
 }
 
 /// `keel map`.

@@ -150,6 +150,9 @@ pub struct ClusterArgs {
     /// No progress lines on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "PATH")]
     pub json_file: Option<PathBuf>,
@@ -206,6 +209,20 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
     })
     .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if let Some(path) = &a.json_file {
+        let file = std::fs::File::create(path).map_err(|e| {
+            CliError::Runtime(format!(
+                "cosched cluster: cannot write {}: {e}",
+                path.display()
+            ))
+        })?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)?;
+    }
+    if a.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+        return Ok(());
+    }
     for t in &report.tables {
         writeln!(out, "{}", scenario::format_table(t))?;
     }
@@ -241,15 +258,6 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 t.max * 1e3
             ))
         )?;
-    }
-    if let Some(path) = &a.json_file {
-        let file = std::fs::File::create(path).map_err(|e| {
-            CliError::Runtime(format!(
-                "cosched cluster: cannot write {}: {e}",
-                path.display()
-            ))
-        })?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod cli;
 mod cosched;
 mod demo;
 mod error;
+mod install_docs;
 mod map;
 mod mpi_bench;
 mod omp;
@@ -96,5 +97,6 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Mpi(args) => match args.command {
             mpi_bench::MpiCommand::Bench(args) => mpi_bench::run(&args, out),
         },
+        Command::InstallDocs(args) => install_docs::run(&args, out),
     }
 }

@@ -173,12 +173,18 @@ pub(crate) fn library(given: Option<&Path>) -> Result<PathBuf, CliError> {
     Ok(std::fs::canonicalize(&library).unwrap_or(library))
 }
 
-/// `libkeel_omp.so` where cargo puts it beside the `keel` binary.
+/// `libkeel_omp.so` where cargo puts it beside the `keel` binary, or
+/// where `scripts/install.sh` puts it (`PREFIX/lib`, beside `PREFIX/bin`).
 fn beside_executable() -> Result<PathBuf, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Runtime(format!("cannot find this executable: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)]
+    // Beside it as cargo builds it; `lib/` beside `bin/` as installed.
+    [
+        dir.join(LIBRARY),
+        dir.join("deps").join(LIBRARY),
+        dir.join("../lib").join(LIBRARY),
+    ]
         .into_iter()
         .find(|p| p.is_file())
         .ok_or_else(|| {

@@ -252,6 +252,9 @@ fn quick_forms(dir: &TempDir) -> BTreeMap<&'static str, Option<Vec<String>>> {
             ]),
         ),
         ("cosched run", None),
+        // Needs root, MPICH and a Slurm cluster: CI's Slurm step runs its
+        // quick form against scripts/slurm-local.sh's two nodes.
+        ("cosched cluster", None),
         // Runs another program and prints nothing of its own: no --json
         // or --quiet; tested by `tests/omp.rs`.
         ("omp run", None),
