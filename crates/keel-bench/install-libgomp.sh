@@ -1,52 +1,133 @@
 #!/usr/bin/env bash
 # Makes `gcc -fopenmp` work, for keel-bench's `libgomp` feature.
 #
-# Compiles and links a tiny OpenMP program; only when that fails does it
-# install gcc and the package that carries libgomp's development files on
-# Debian (libgcc-N-dev: omp.h and libgomp.so, for gcc N) plus the runtime
-# (libgomp1). Safe to run again: it does nothing when OpenMP already works.
+# Probes first: compiles, links and runs a tiny OpenMP program (a parallel
+# region asking omp_get_num_threads) with `gcc -fopenmp`. Only when that
+# fails does it install, with apt-get, gcc if it is missing, and the
+# packages that carry libgomp on Debian: libgcc-N-dev (omp.h and libgomp.so,
+# for gcc N) and libgomp1 (the runtime). Prints one line saying what it
+# found or installed; still failing, it names the Debian package and exits
+# 1. Safe to run again: it installs nothing when OpenMP already works. Runs
+# as root, or through sudo otherwise.
+#
+# Usage: install-libgomp.sh [--check]
+#   --check   probe only, never install (needs neither root nor apt): exit 0
+#             when `gcc -fopenmp` works, 1 after naming what is missing.
 set -euo pipefail
 
-probe() {
-    local dir
-    dir=$(mktemp -d)
-    cat >"$dir/probe.c" <<'C'
+me=install-libgomp
+usage() { echo "usage: $0 [--check]" >&2; exit 2; }
+check=
+case $# in
+    0) ;;
+    1) if [ "$1" = --check ]; then check=1; else usage; fi ;;
+    *) usage ;;
+esac
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cat >"$dir/probe.c" <<'C'
 #include <omp.h>
 #include <stdio.h>
 int main(void) {
-    int n = 0;
-#pragma omp parallel reduction(+ : n)
-    n += 1;
-    printf("%d\n", n > 0 && omp_get_max_threads() > 0);
-    return 0;
+    int threads = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+        threads = omp_get_num_threads();
+    }
+    printf("%d\n", threads);
+    return threads >= 1 ? 0 : 1;
 }
 C
-    if gcc -fopenmp "$dir/probe.c" -o "$dir/probe" >/dev/null 2>&1 && "$dir/probe" >/dev/null; then
-        rm -rf "$dir"
-        return 0
-    fi
-    rm -rf "$dir"
-    return 1
+
+# The first error line of a log (else its first line), as a one-line reason.
+first_error() {
+    local line
+    line=$(grep -m 1 -i 'error' "$1" 2>/dev/null || head -n 1 "$1" 2>/dev/null || true)
+    echo "${line:-no output}"
 }
 
-if command -v gcc >/dev/null 2>&1 && probe; then
-    echo "install-libgomp: gcc -fopenmp works already"
+# Whether gcc builds and runs an OpenMP program: `threads` is what it
+# reported, `why` says why not.
+threads=
+why=
+probe() {
+    if ! command -v gcc >/dev/null 2>&1; then
+        why="no gcc on PATH"
+        return 1
+    fi
+    gcc -fopenmp "$dir/probe.c" -o "$dir/probe" >"$dir/log" 2>&1 || {
+        why="gcc -fopenmp cannot build an OpenMP program (exit $?): $(first_error "$dir/log")"
+        return 1
+    }
+    threads=$(timeout 60 "$dir/probe" 2>"$dir/log") || {
+        why="the OpenMP program gcc built does not run (exit $?): $(first_error "$dir/log")"
+        return 1
+    }
+}
+
+# The Debian packages that make `gcc -fopenmp` work, given gcc's state.
+packages() {
+    if command -v gcc >/dev/null 2>&1; then
+        local version
+        version=$(gcc -dumpversion 2>/dev/null) || version=
+        if [ -n "$version" ]; then
+            echo "libgcc-${version%%.*}-dev libgomp1"
+        else
+            # A gcc that cannot say its version: reinstalling it brings
+            # the libgcc-N-dev that matches.
+            echo gcc libgomp1
+        fi
+    else
+        # gcc brings its libgcc-N-dev, and that libgomp1.
+        echo gcc
+    fi
+}
+
+missing() {
+    local what="gcc -fopenmp (libgomp)" pkgs
+    pkgs=$(packages)
+    if ! command -v gcc >/dev/null 2>&1; then what=gcc; fi
+    local noun="package $pkgs"
+    case "$pkgs" in *" "*) noun="packages ${pkgs// / and }" ;; esac
+    echo "$me: $what is missing$1: install the Debian $noun (apt-get install -y $pkgs) [$why]" >&2
+}
+
+if probe; then
+    echo "$me: found gcc -fopenmp (libgomp): an OpenMP program builds and runs ($threads threads)"
     exit 0
+fi
+if [ -n "$check" ]; then
+    missing ""
+    exit 1
 fi
 
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-if ! command -v gcc >/dev/null 2>&1; then
-    $SUDO apt-get install -y -qq gcc
+if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        missing " and could not be installed (not root, no sudo)"
+        exit 1
+    fi
+    SUDO="sudo"
 fi
-major=$(gcc -dumpversion | cut -d. -f1)
-$SUDO apt-get install -y -qq "libgcc-${major}-dev" libgomp1
+export DEBIAN_FRONTEND=noninteractive
+# A failed install is reported below, by the probe that still fails.
+$SUDO apt-get update -qq || true
+installed=()
+if ! command -v gcc >/dev/null 2>&1; then
+    $SUDO apt-get install -y -qq gcc || true
+    installed+=(gcc)
+fi
+if command -v gcc >/dev/null 2>&1; then
+    read -r -a pkgs <<<"$(packages)"
+    $SUDO apt-get install -y -qq "${pkgs[@]}" || true
+    installed+=("${pkgs[@]}")
+fi
 
 if probe; then
-    echo "install-libgomp: installed libgcc-${major}-dev and libgomp1; gcc -fopenmp works"
+    echo "$me: installed ${installed[*]}: gcc -fopenmp builds and runs an OpenMP program ($threads threads)"
 else
-    echo "install-libgomp: gcc -fopenmp still fails after installing libgcc-${major}-dev" >&2
+    missing " and could not be installed"
     exit 1
 fi

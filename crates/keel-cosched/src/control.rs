@@ -54,7 +54,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::deadline::{drain_by, ms_until, poll_fd, write_by};
+use crate::sys::deadline::{drain_by, ms_until, poll_fd, write_by};
 
 use keel_policy::cosched::JobId;
 

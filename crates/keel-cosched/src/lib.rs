@@ -24,7 +24,6 @@
 pub mod bsp;
 pub mod cluster;
 pub mod control;
-mod deadline;
 pub mod guardian;
 pub mod job;
 pub mod machine;

@@ -14,6 +14,8 @@
 //! assert!(!sys::allowed_cpus().unwrap().is_empty());
 //! ```
 
+pub(crate) mod deadline;
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -532,7 +532,16 @@ fn a_panicking_handler_refuses_and_the_server_goes_on() {
         }),
     )
     .unwrap();
-    match register::register(server.path(), &mine()).unwrap() {
+    // A panic prints its message and, with RUST_BACKTRACE set, a symbolized
+    // backtrace of this debug build, which can outlast the client's usual
+    // deadlines on a loaded machine: wait longer for this one reply.
+    let mut s = UnixStream::connect(server.path()).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    s.write_all(mine().encode().as_bytes()).unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    match Reply::parse(&reply).unwrap() {
         Reply::Refused { reason } => assert!(reason.contains("node manager failed"), "{reason}"),
         other => panic!("{other:?}"),
     }

@@ -448,10 +448,31 @@ fn the_uid_policy_is_checked_at_the_greeting_and_on_every_message() {
     assert!(e.to_string().contains("4243"), "{e}");
 }
 
+/// A shared key whose seals grow by `pad` bytes (as a credential service
+/// with a large envelope would): what is too large once sealed.
+#[derive(Debug)]
+struct Bloating {
+    key: SharedKey,
+    pad: usize,
+}
+
+impl Authenticator for Bloating {
+    fn name(&self) -> &'static str {
+        "bloating"
+    }
+    fn seal(&self, payload: &[u8]) -> Result<Vec<u8>, AuthError> {
+        let mut sealed = self.key.seal(payload)?;
+        sealed.resize(sealed.len() + self.pad, b' ');
+        Ok(sealed)
+    }
+    fn open(&self, sealed: &[u8]) -> Result<Opened, AuthError> {
+        self.key
+            .open(&sealed[..sealed.len().saturating_sub(self.pad)])
+    }
+}
+
 #[test]
-fn a_message_too_large_once_sealed_is_not_sent() {
-    let (mm, nm) = sessions((key(1), ANY), (key(1), ANY));
-    let ((mut mm_tx, _mm_rx), (_nm_tx, mut nm_rx)) = (mm.unwrap(), nm.unwrap());
+fn the_largest_heartbeat_fits_and_a_message_too_large_once_sealed_is_not_sent() {
     let full = WireCell {
         step: StepId {
             job: u32::MAX,
@@ -460,11 +481,28 @@ fn a_message_too_large_once_sealed_is_not_sent() {
         rank: u32::MAX,
     };
     let big = Msg::Heartbeat {
-        slot: 1,
-        row: 0,
-        switch_at_ns: 0,
+        slot: u64::MAX,
+        row: u32::MAX,
+        switch_at_ns: u64::MAX,
         cells: vec![Some(full); MAX_CELLS],
     };
+    // The largest heartbeat a node can get, with the widest ids, fits.
+    let (mm, nm) = sessions((key(1), ANY), (key(1), ANY));
+    let ((mut mm_tx, _mm_rx), (_nm_tx, mut nm_rx)) = (mm.unwrap(), nm.unwrap());
+    mm_tx.send(&big).unwrap();
+    assert_eq!(nm_rx.recv(Some(TIMEOUT)).unwrap(), Some(big.clone()));
+    // Sealed into more than a frame holds, it is refused unsent.
+    let bloat = |pad| -> Arc<dyn Authenticator> {
+        Arc::new(Bloating {
+            key: SharedKey::from_bytes(&[1; 32]).unwrap(),
+            pad,
+        })
+    };
+    let (mm, nm) = sessions(
+        (bloat(MAX_FRAME_BYTES - 2048), ANY),
+        (bloat(MAX_FRAME_BYTES - 2048), ANY),
+    );
+    let ((mut mm_tx, _mm_rx), (_nm_tx, mut nm_rx)) = (mm.unwrap(), nm.unwrap());
     protocol_error(mm_tx.send(&big), "more than a frame's");
     // Nothing was written, so the session goes on.
     let ping = Msg::Ping { id: 1, sent_ns: 1 };
@@ -495,7 +533,8 @@ fn hostile_lengths_are_refused_before_any_allocation_or_read() {
         );
     }
     protocol_error(encode_frame(&[]), "not 0");
-    protocol_error(encode_frame(&vec![0; MAX_FRAME_BYTES + 1]), "not 65537");
+    let over = format!("not {}", MAX_FRAME_BYTES + 1);
+    protocol_error(encode_frame(&vec![0; MAX_FRAME_BYTES + 1]), &over);
     assert!(encode_frame(&vec![0; MAX_FRAME_BYTES]).is_ok());
 }
 

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::deadline::{drain_by, ms_until, poll_fd, write_by};
+use crate::sys::deadline::{drain_by, ms_until, poll_fd, write_by};
 use crate::sys::{self, PeerCred};
 
 /// Protocol version of a registration line.

@@ -139,10 +139,28 @@ impl Cluster {
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("task starts");
-            // A refused registration ends the process within the
-            // server's deadlines; an accepted one runs the script.
-            std::thread::sleep(Duration::from_millis(100));
-            match child.try_wait().expect("try_wait") {
+            // Registered, it execs `sh` (same pid) or is stopped; refused, it
+            // exits. Wait for one or the other rather than guess from the
+            // time taken.
+            let pid = child.id() as Pid;
+            let t0 = Instant::now();
+            let outcome = loop {
+                if let Some(status) = child.try_wait().expect("try_wait") {
+                    break Some(status);
+                }
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                // Stopped: only its node manager stops it, so it registered
+                // (a step's tasks wait stopped until all have registered).
+                if comm.trim() == "sh" || sys::proc_state(pid) == Some('T') {
+                    break None;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "task {job}.{rank} on {node} neither registered nor exited in 10 s"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            match outcome {
                 Some(status) if !status.success() => {
                     let mut err = String::new();
                     let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
@@ -153,7 +171,6 @@ impl Cluster {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 _ => {
-                    let pid = child.id() as Pid;
                     self.tasks.push(child);
                     return pid;
                 }
