@@ -116,6 +116,18 @@ fn parts(out: &Output) -> (Option<i32>, String, String) {
     )
 }
 
+/// A `--check` that must fail (status 1) without reporting `found` as
+/// found, its stderr holding every one of `says`; its stderr.
+fn fails_saying(out: &Output, found: &str, says: &[&str]) -> String {
+    let (code, stdout, stderr) = parts(out);
+    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(!stdout.contains(&format!("found {found}")), "{stdout}");
+    for text in says {
+        assert!(stderr.contains(text), "no `{text}` in:\n{stderr}");
+    }
+    stderr
+}
+
 /// PATH with `dir` first.
 fn path_with_first(dir: &Path) -> OsString {
     let mut dirs = vec![dir.to_path_buf()];
@@ -272,17 +284,14 @@ fn mpich_check_rejects_libclang_cpp_alone() {
         // Its name is what a careless probe would take it by.
         None => std::fs::write(dir.path().join("libclang-cpp.so.14"), b"").unwrap(),
     }
-    let (code, stdout, stderr) = parts(&check(MPICH, &[("LIBCLANG_PATH", dir.path().into())]));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(!stdout.contains("found libclang"), "{stdout}");
-    assert!(
-        stderr.contains("install-mpich: libclang is missing: "),
-        "{stderr}"
-    );
-    assert!(stderr.contains("LIBCLANG_PATH="), "{stderr}");
-    assert!(
-        stderr.contains("apt-get install -y libclang-dev"),
-        "{stderr}"
+    fails_saying(
+        &check(MPICH, &[("LIBCLANG_PATH", dir.path().into())]),
+        "libclang",
+        &[
+            "install-mpich: libclang is missing: ",
+            "LIBCLANG_PATH=",
+            "apt-get install -y libclang-dev",
+        ],
     );
 }
 
@@ -308,17 +317,14 @@ fn mpich_check_rejects_a_library_without_clang_create_index() {
     }
     let dir = TempDir::new("decoy");
     symlink(decoy.unwrap(), dir.path().join("libclang.so.1")).unwrap();
-    let (code, stdout, stderr) = parts(&check(MPICH, &[("LIBCLANG_PATH", dir.path().into())]));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(!stdout.contains("found libclang"), "{stdout}");
-    assert!(
-        stderr.contains("install-mpich: libclang is missing: "),
-        "{stderr}"
-    );
-    assert!(stderr.contains("clang_createIndex"), "{stderr}");
-    assert!(
-        stderr.contains("apt-get install -y libclang-dev"),
-        "{stderr}"
+    fails_saying(
+        &check(MPICH, &[("LIBCLANG_PATH", dir.path().into())]),
+        "libclang",
+        &[
+            "install-mpich: libclang is missing: ",
+            "clang_createIndex",
+            "apt-get install -y libclang-dev",
+        ],
     );
 }
 
@@ -359,17 +365,14 @@ fn mpich_check_without_mpicc_names_mpich() {
     let dir = TempDir::new("no-mpicc");
     dir.link_tools(BASIC_TOOLS);
     dir.link_tools(&["llvm-config"]);
-    let (code, stdout, stderr) = parts(&check(MPICH, &[("PATH", dir.path().into())]));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(!stdout.contains("found MPICH"), "{stdout}");
-    assert!(
-        stderr.contains("install-mpich: MPICH's mpicc and mpiexec are missing: "),
-        "{stderr}"
-    );
-    assert!(stderr.contains("no mpicc on PATH"), "{stderr}");
-    assert!(
-        stderr.contains("apt-get install -y mpich libmpich-dev"),
-        "{stderr}"
+    let stderr = fails_saying(
+        &check(MPICH, &[("PATH", dir.path().into())]),
+        "MPICH",
+        &[
+            "install-mpich: MPICH's mpicc and mpiexec are missing: ",
+            "no mpicc on PATH",
+            "apt-get install -y mpich libmpich-dev",
+        ],
     );
     assert!(!stderr.contains("command not found"), "{stderr}");
 }
@@ -379,17 +382,14 @@ fn mpich_check_without_mpicc_names_mpich() {
 fn openmp_compilers_check_names_a_failing_gfortran() {
     let dir = TempDir::new("failing-gfortran");
     dir.stub("gfortran", "exit 1");
-    let (code, stdout, stderr) = parts(&check(
-        OPENMP_COMPILERS,
-        &[("PATH", path_with_first(dir.path()))],
-    ));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(!stdout.contains("found gfortran"), "{stdout}");
-    assert!(
-        stderr.contains("install-openmp-compilers: gfortran -fopenmp is missing: "),
-        "{stderr}"
+    let stderr = fails_saying(
+        &check(OPENMP_COMPILERS, &[("PATH", path_with_first(dir.path()))]),
+        "gfortran",
+        &[
+            "install-openmp-compilers: gfortran -fopenmp is missing: ",
+            "apt-get install -y gfortran)",
+        ],
     );
-    assert!(stderr.contains("apt-get install -y gfortran)"), "{stderr}");
     assert!(!stderr.contains("command not found"), "{stderr}");
 }
 
@@ -413,15 +413,16 @@ fn libgomp_check_names_libgomp_when_gcc_cannot_openmp() {
             gcc.display()
         ),
     );
-    let (code, stdout, stderr) = parts(&check(LIBGOMP, &[("PATH", path_with_first(dir.path()))]));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(
-        stderr.contains("install-libgomp: gcc -fopenmp (libgomp) is missing: "),
-        "{stderr}"
+    fails_saying(
+        &check(LIBGOMP, &[("PATH", path_with_first(dir.path()))]),
+        "gcc -fopenmp",
+        &[
+            "install-libgomp: gcc -fopenmp (libgomp) is missing: ",
+            "libgomp1",
+            "apt-get install -y libgcc-",
+            "omp.h: No such file",
+        ],
     );
-    assert!(stderr.contains("libgomp1"), "{stderr}");
-    assert!(stderr.contains("apt-get install -y libgcc-"), "{stderr}");
-    assert!(stderr.contains("omp.h: No such file"), "{stderr}");
 }
 
 /// A PATH with no gcc at all.
@@ -434,13 +435,14 @@ fn libgomp_check_without_gcc_names_gcc() {
         .filter(|tool| !matches!(*tool, "gcc" | "cc"))
         .collect();
     dir.link_tools(&tools);
-    let (code, stdout, stderr) = parts(&check(LIBGOMP, &[("PATH", dir.path().into())]));
-    assert_eq!(code, Some(1), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(
-        stderr.contains("install-libgomp: gcc is missing: "),
-        "{stderr}"
+    let stderr = fails_saying(
+        &check(LIBGOMP, &[("PATH", dir.path().into())]),
+        "gcc -fopenmp",
+        &[
+            "install-libgomp: gcc is missing: ",
+            "apt-get install -y gcc)",
+        ],
     );
-    assert!(stderr.contains("apt-get install -y gcc)"), "{stderr}");
     assert!(!stderr.contains("command not found"), "{stderr}");
 }
 
