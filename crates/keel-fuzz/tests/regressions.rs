@@ -214,3 +214,14 @@ fn swf_extreme_header_and_fields_are_answered() {
     survives("swf", "1 0 5 100 2 -1 -1\n");
     survives("swf", "1 nan 5 100 2 -1 -1 2 200 -1 1 1 1 -1 1 -1 -1 -1\n");
 }
+
+#[test]
+fn a_refusal_one_byte_too_long_without_its_newline_is_refused() {
+    // 4,096 bytes and no newline: within the bound as read, one byte past
+    // it as written back; the parser must refuse what it cannot write.
+    let line = format!("refused {}", "the node manag".repeat(300));
+    let line = &line[..4096];
+    survives("cosched-register", line);
+    assert!(keel_cosched::cluster::register::Reply::parse(line).is_err());
+    assert!(keel_cosched::cluster::register::Reply::parse(&line[..4095]).is_ok());
+}

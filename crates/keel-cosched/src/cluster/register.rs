@@ -384,15 +384,17 @@ impl Reply {
         }
     }
 
-    /// Parses a reply line (its newline optional).
+    /// Parses a reply line (its newline optional). The bound counts the
+    /// newline, as [`Reply::encode`] and the plugin's buffer do, so that
+    /// every reply accepted here is one `encode` writes back unchanged.
     pub fn parse(line: &str) -> Result<Reply, RegisterError> {
-        if line.len() > MAX_REPLY_BYTES {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        if body.len() + 1 > MAX_REPLY_BYTES {
             return Err(err(format!(
-                "the reply is {} bytes, longer than {MAX_REPLY_BYTES} (MAX_REPLY_BYTES)",
-                line.len()
+                "the reply is {} bytes with its newline, longer than {MAX_REPLY_BYTES} (MAX_REPLY_BYTES)",
+                body.len() + 1
             )));
         }
-        let body = line.strip_suffix('\n').unwrap_or(line);
         if let Some(c) = body.chars().find(|c| c.is_control()) {
             return Err(err(format!("the reply holds the control character {c:?}")));
         }
