@@ -65,6 +65,10 @@ fn ring() -> PathBuf {
     .clone()
 }
 
+/// The live cluster has one registration socket per node: one test at a
+/// time drives it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A machine manager and node managers n1, n2 on the live cluster's
 /// registration sockets, MUNGE-authenticated.
 fn start(policy: &str) -> Cluster {
@@ -175,6 +179,9 @@ fn two_srun_steps_are_gang_scheduled_across_slurm_nodes() {
     if !ready("two_srun_steps_are_gang_scheduled_across_slurm_nodes") {
         return;
     }
+    let _serial = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut c = start("gs:t-slice=0.05");
     let mut a = srun_ring("keel-a", "gs", 300, 3_000);
     let mut b = srun_ring("keel-b", "gs", 300, 3_000);
@@ -240,6 +247,9 @@ fn scancel_of_a_suspended_step_ends_it_and_the_other_step_completes() {
     if !ready("scancel_of_a_suspended_step_ends_it_and_the_other_step_completes") {
         return;
     }
+    let _serial = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut c = start("gs:t-slice=0.05");
     let mut long = srun_ring("keel-long", "gs", 1_000_000, 3_000);
     let mut short = srun_ring("keel-short", "gs", 400, 3_000);
