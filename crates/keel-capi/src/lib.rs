@@ -10,6 +10,10 @@
 //! do not match, strings that are not UTF-8 and inputs the policies refuse
 //! are error codes.
 //!
+//! Cargo feature `mpi`: the `keel_mpi_plan*` entry points (the header's
+//! `KEEL_MPI` section), the plan-only API across MPI ranks. It links the
+//! MPI library through rsmpi, so docs.rs, which has none, leaves them out.
+//!
 //! The rlib exposes the same functions to Rust, which is how the tests and
 //! these examples call them:
 //!
@@ -25,11 +29,13 @@
 //! unsafe { keel_result_free(result); keel_mapper_free(mapper) };
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // The C names are the API: `keel_status`, `KEEL_OK`, `keel_mapper`.
 #![allow(non_camel_case_types)]
 
 mod mapper;
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", not(keel_docs_rs)))]
 mod mpi;
 mod pool;
 mod result;
@@ -39,7 +45,7 @@ pub use mapper::{
     keel_map, keel_map_input, keel_mapper, keel_mapper_free, keel_mapper_new,
     keel_mapper_set_param, keel_mapper_spec, KEEL_MAX_PUS,
 };
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", not(keel_docs_rs)))]
 pub use mpi::{
     keel_mpi_metrics, keel_mpi_plan, keel_mpi_plan_destinations, keel_mpi_plan_exports,
     keel_mpi_plan_free, keel_mpi_plan_imports, keel_mpi_plan_metrics, keel_mpi_plan_result,

@@ -21,6 +21,9 @@
 //! The crate's README describes the job file format, the control protocol,
 //! the reliability guarantees and the measured tables.
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod bsp;
 pub mod cluster;
 pub mod control;

@@ -19,6 +19,13 @@
 //! is wrong, with its own verdict on it, so a bad input on one rank is the
 //! same typed error on every rank instead of a rank left waiting.
 //!
+//! # Cargo features
+//!
+//! - `mpi`: `MpiComm`, [`Collective`] over an MPI communicator through
+//!   rsmpi (`MpiComm::new(world)`), and the `keel-mpi-bench` binary. It
+//!   needs an MPI library and libclang at build time. docs.rs has neither,
+//!   so its pages show the crate without it.
+//!
 //! ```
 //! use keel_mpi::{plan, Collective, LocalObject, LocalRanks, PlanRequest};
 //!
@@ -37,11 +44,14 @@
 //! assert!(plans[0].metrics.lambda_after < plans[0].metrics.lambda_before);
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod bench;
 mod comm;
 mod local;
 mod migrate;
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", not(keel_docs_rs)))]
 mod mpi_comm;
 mod objects;
 mod plan;
@@ -49,7 +59,7 @@ mod wire;
 
 pub use comm::{Collective, CommError};
 pub use local::{LocalComm, LocalRanks, RankPanicked};
-#[cfg(feature = "mpi")]
+#[cfg(all(feature = "mpi", not(keel_docs_rs)))]
 pub use mpi_comm::MpiComm;
 pub use objects::{
     DistributedBuilder, DistributedError, DistributedObjects, DistributedStep, RankRebalance,

@@ -30,6 +30,9 @@
 //! assert_eq!(Bounds::Long { start: 0, end: 10, incr: 3 }.iterations(), Some(4));
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // Under `--cfg loom` only the team's loop ring and its `sync` facade are
 // built (`cargo test --lib loom`): Keel's loom build changes the `Arc`
 // the rest hands to `Workshare`.

@@ -44,6 +44,9 @@
 //! assert_eq!(map.ntasks(), 6);
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod assignment;
 pub mod concept;
 pub mod context;

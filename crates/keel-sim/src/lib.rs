@@ -9,6 +9,9 @@
 //! [`rand_chacha::ChaCha8Rng`] seeded by the caller, and simultaneous events are
 //! ordered by insertion ([`engine::EventQueue`]).
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod engine;
 pub mod error;
 pub mod overhead;

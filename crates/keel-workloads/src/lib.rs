@@ -25,6 +25,9 @@
 //! assert!(metrics.lambda < 0.05);
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod bsp;
 mod error;
 pub mod farm;

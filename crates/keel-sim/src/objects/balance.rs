@@ -1,5 +1,5 @@
 //! A remap in the simulator: Charm++'s load-balancing step as
-//! `keel::objects` enacts it (`crates/keel/src/objects/remap.rs`), with the
+//! `keel::objects` enacts it (`crates/keel-runtime/src/objects/remap.rs`), with the
 //! same context handler — measured object loads and PU background loads
 //! (dynamic, runtime origin), migratability, availability and the current
 //! placement, and PU speeds where the machine's differ: then each object's

@@ -3,7 +3,7 @@
 //! their last step's work, as `keel::objects` runs them — [`super`] keeps
 //! the lists); an object's step is serial work, then a *potential task*
 //! over its cells (a model of `keel::tasks`,
-//! `crates/keel/src/tasks/README.md`):
+//! `crates/keel-runtime/src/tasks/README.md`):
 //!
 //! - the task is cut into `n = clamp(CHUNKS_PER_WORKER × PUs per node, 1,
 //!   min(cells, MAX_CHUNKS))` contiguous chunks;

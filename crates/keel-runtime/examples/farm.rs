@@ -7,7 +7,7 @@
 //! new block until it catches up. The report says how many items each
 //! worker ran and how many blocks were sent.
 //!
-//! Run with `cargo run -p keel --example farm`.
+//! Run with `cargo run -p keel-runtime --example farm`.
 
 use std::hint::black_box;
 

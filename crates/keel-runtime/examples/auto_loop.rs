@@ -8,7 +8,7 @@
 //! loop's record, keyed by the name given with `.id(..)`, shows the
 //! schedule chosen at every instance.
 //!
-//! Run with `cargo run -p keel --example auto_loop`.
+//! Run with `cargo run -p keel-runtime --example auto_loop`.
 
 use std::hint::black_box;
 

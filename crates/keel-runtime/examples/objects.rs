@@ -12,7 +12,7 @@
 //! runs its work as a potential task (`StepContext::for_each`) that an idle
 //! PU may steal chunks of (`history-idle` exposure).
 //!
-//! Run with `cargo run -p keel --example objects`.
+//! Run with `cargo run -p keel-runtime --example objects`.
 
 use std::hint::black_box;
 use std::process::ExitCode;

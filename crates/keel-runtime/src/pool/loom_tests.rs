@@ -9,7 +9,7 @@
 //! thread is parked (a lost wake-up: a worker that misses its epoch, or a
 //! caller that misses the last worker).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel-runtime
 //! --lib --release loom` (the two-worker models do not finish unbounded).
 //! The one-worker models explore at that bound; the two-worker model at
 //! most 2 preemptions, unless run with `-- --ignored` (see below).

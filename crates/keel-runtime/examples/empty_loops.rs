@@ -5,7 +5,7 @@
 //! of two runs (say `N` = 1000 and 11000) to remove the start-up cost:
 //!
 //! ```text
-//! cargo build --release -p keel --example empty_loops
+//! cargo build --release -p keel-runtime --example empty_loops
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/empty_loops 1000
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/empty_loops 11000
 //! ```

@@ -13,7 +13,7 @@
 //! models check that the chunks cover the range exactly once, that one
 //! participant prepared the instance and that one recorded it.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel-runtime
 //! --lib --release loom`. Every model here explores at that bound: from
 //! 166 executions (two participants of `dynamic,1` over 3 iterations) to
 //! about 90,000 (three of `af` over 6); all of them take about 20 s of CPU

@@ -19,7 +19,7 @@
 //! Two more models run an unrecorded instance twice the way the
 //! interposer does, the second renewed from the first's preparation.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel-runtime
 //! --lib --release loom`. Every model here explores at that bound.
 
 use super::{Cursor, Workshare};

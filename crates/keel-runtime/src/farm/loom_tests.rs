@@ -5,7 +5,7 @@
 //! on a data race over a slot (broken publication), on a lost wake-up
 //! (every thread parked), or on a leaked allocation.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p keel-runtime
 //! --lib --release loom`.
 
 use super::spsc::{channel, Consumer, Pop, PushError};

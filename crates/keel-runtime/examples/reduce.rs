@@ -11,7 +11,7 @@
 //! The `try_` form returns a `LoopError` where the plain form would panic:
 //! here, a range longer than the slice.
 //!
-//! Run with `cargo run -p keel --example reduce`; `KEEL_NUM_THREADS` sizes
+//! Run with `cargo run -p keel-runtime --example reduce`; `KEEL_NUM_THREADS` sizes
 //! the pool.
 
 use keel::{LoopError, ThreadPool};

@@ -66,6 +66,9 @@
 //!   the plain-text tables of Keel's tools, warnings about the environment
 //!   printed once per process per value.
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod enact;
 pub mod farm;
 pub mod loops;
@@ -81,7 +84,7 @@ pub mod warn;
 // The README's Rust examples are compiled and run as doc tests, so the
 // first code a new user copies always builds.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 
 pub use enact::{enact, measured_context, EnactError, Measured};
