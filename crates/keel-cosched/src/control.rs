@@ -54,7 +54,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::sys::deadline::{drain_by, ms_until, poll_fd, write_by};
+use crate::sys::deadline::{drain_by, ms_until, read_line_by, write_by, LineError, LineRule};
 
 use keel_policy::cosched::JobId;
 
@@ -364,44 +364,29 @@ fn drain_now(stream: &UnixStream) -> bool {
     true
 }
 
-/// Reads one request line (up to a newline or the end of the stream) from
-/// a non-blocking stream, all of it by `deadline` and within
-/// [`MAX_REQUEST`] bytes.
+/// Reads one request line (up to a newline or the end of the stream),
+/// without its newline: within [`MAX_REQUEST`] bytes and by `deadline`.
 fn read_request(stream: &UnixStream, deadline: Instant) -> Result<String, String> {
-    let mut buf: Vec<u8> = Vec::with_capacity(256);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
-            buf.truncate(end);
-            break;
+    let mut line = read_line_by(
+        stream,
+        MAX_REQUEST as usize,
+        deadline,
+        LineRule::FirstLineOrEof,
+    )
+    .map_err(|e| match e {
+        LineError::TooLong => {
+            format!("the request is longer than {MAX_REQUEST} bytes (MAX_REQUEST)")
         }
-        if buf.len() as u64 >= MAX_REQUEST {
-            return Err(format!(
-                "the request is longer than {MAX_REQUEST} bytes (MAX_REQUEST)"
-            ));
-        }
-        let Some(ms) = ms_until(deadline) else {
-            return Err(format!(
-                "the request did not arrive within {} s (REQUEST_DEADLINE)",
-                REQUEST_DEADLINE.as_secs_f64()
-            ));
-        };
-        if !poll_fd(stream.as_raw_fd(), libc::POLLIN, ms) {
-            continue;
-        }
-        let room = (MAX_REQUEST as usize - buf.len()).min(chunk.len());
-        match (&*stream).read(&mut chunk[..room]) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(format!("cannot read the request: {e}")),
-        }
+        LineError::TimedOut => format!(
+            "the request did not arrive within {} s (REQUEST_DEADLINE)",
+            REQUEST_DEADLINE.as_secs_f64()
+        ),
+        other => other.to_string(),
+    })?;
+    if line.last() == Some(&b'\n') {
+        line.pop();
     }
-    String::from_utf8(buf).map_err(|_| "the request is not UTF-8 text".to_string())
+    String::from_utf8(line).map_err(|_| "the request is not UTF-8 text".to_string())
 }
 
 /// Reads one request and asks the manager.

@@ -6,9 +6,9 @@
 mod cluster;
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cluster::{lcg_expected, lcg_script, two_cpus, Cluster};
+use cluster::{lcg_expected, lcg_script, sample_gangs, two_cpus, Cluster, GangSamples};
 use keel_cosched::sys::{self, Pid};
 
 const ITERATIONS: u64 = 1_500_000;
@@ -67,30 +67,36 @@ fn two_steps_are_gang_scheduled_across_two_node_managers() {
     let (pids, outs) = two_steps(&mut c);
     // Sample who is stopped: a step's two tasks on two nodes must be
     // stopped together (gang), and every task must be stopped sometimes
-    // (two steps share the PEs).
-    let (mut samples, mut split) = (0u32, 0u32);
-    let mut stopped = [0u32; 4];
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) && pids.iter().any(|&p| !common::gone(p)) {
-        let st: Vec<Option<char>> = pids.iter().map(|&p| sys::proc_state(p)).collect();
-        if st.iter().all(|s| matches!(s, Some('R' | 'S' | 'T'))) {
-            samples += 1;
-            for (i, s) in st.iter().enumerate() {
-                stopped[i] += u32::from(*s == Some('T'));
-            }
-            split += u32::from((st[0] == Some('T')) != (st[1] == Some('T')));
-            split += u32::from((st[2] == Some('T')) != (st[3] == Some('T')));
-        }
-        std::thread::sleep(Duration::from_millis(3));
-    }
+    // (two steps share the PEs). Tasks 2j and 2j+1 are step j's.
+    let GangSamples {
+        samples,
+        split,
+        stopped,
+    } = sample_gangs(
+        Duration::from_secs(60),
+        Duration::from_millis(3),
+        || pids.iter().any(|&p| !common::gone(p)),
+        || {
+            let st: Vec<Option<char>> = pids.iter().map(|&p| sys::proc_state(p)).collect();
+            st.iter()
+                .all(|s| matches!(s, Some('R' | 'S' | 'T')))
+                .then(|| {
+                    st.iter()
+                        .enumerate()
+                        .map(|(i, s)| (i / 2, i, *s == Some('T')))
+                        .collect()
+                })
+        },
+    );
     c.wait_tasks(Duration::from_secs(60));
     check_outputs(&outs);
     assert!(
         samples >= 20,
         "only {samples} samples with all four tasks alive"
     );
+    assert_eq!(stopped.len(), pids.len(), "{stopped:?}");
     assert!(
-        stopped.iter().all(|&n| n > 0),
+        stopped.values().all(|&n| n > 0),
         "a task was never stopped: {stopped:?} of {samples}"
     );
     // Switches are not instantaneous: allow a few split samples.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cluster::Cluster;
+use cluster::{sample_gangs, Cluster, GangSamples};
 use keel_cosched::sys::{self, Pid};
 
 /// Whether everything the tests need is here; says why not.
@@ -185,32 +185,24 @@ fn two_srun_steps_are_gang_scheduled_across_slurm_nodes() {
     let mut c = start("gs:t-slice=0.05");
     let mut a = srun_ring("keel-a", "gs", 300, 3_000);
     let mut b = srun_ring("keel-b", "gs", 300, 3_000);
-    let (mut samples, mut split) = (0u32, 0u32);
-    let mut stopped = std::collections::BTreeMap::<(u32, u32), u32>::new();
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(90)
-        && (a.try_wait().ok().flatten().is_none() || b.try_wait().ok().flatten().is_none())
-    {
-        let now = rings();
-        if now.len() == 4 {
-            samples += 1;
-            let state = |&(pid, job, rank): &(Pid, u32, u32)| {
-                ((job, rank), sys::proc_state(pid) == Some('T'))
-            };
-            let states: Vec<_> = now.iter().map(state).collect();
-            for (key, t) in &states {
-                *stopped.entry(*key).or_default() += u32::from(*t);
-            }
-            // The two ranks of a job must be stopped together.
-            for (key, t) in &states {
-                if key.1 == 0 {
-                    let peer = states.iter().find(|(k, _)| k.0 == key.0 && k.1 == 1);
-                    split += u32::from(peer.is_some_and(|(_, pt)| pt != t));
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(4));
-    }
+    // The two ranks of a job must be stopped together.
+    let GangSamples {
+        samples,
+        split,
+        stopped,
+    } = sample_gangs(
+        Duration::from_secs(90),
+        Duration::from_millis(4),
+        || a.try_wait().ok().flatten().is_none() || b.try_wait().ok().flatten().is_none(),
+        || {
+            let now = rings();
+            (now.len() == 4).then(|| {
+                now.iter()
+                    .map(|&(pid, job, rank)| (job, (job, rank), sys::proc_state(pid) == Some('T')))
+                    .collect()
+            })
+        },
+    );
     let (ok_a, out_a) = wait_srun(&mut a, Duration::from_secs(30));
     let (ok_b, out_b) = wait_srun(&mut b, Duration::from_secs(30));
     assert!(ok_a && ok_b, "a ring failed:\n{out_a}\n{out_b}");

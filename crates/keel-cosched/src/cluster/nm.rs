@@ -17,7 +17,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use keel_policy::cosched::clock::{ClockEstimate, ClockEstimator, ClockSample};
@@ -98,7 +98,9 @@ struct Shared {
     clock: Mutex<ClockEstimator>,
     tasks: Mutex<BTreeMap<(StepId, u32), Task>>,
     inbox: Mutex<Option<Sender<NodeMsg>>>,
-    policy: Mutex<Option<String>>,
+    /// The MM's policy, as the enacting thread was built with it: set once,
+    /// when that thread starts, and kept across reconnections.
+    policy: OnceLock<String>,
     t0: Instant,
 }
 
@@ -167,7 +169,7 @@ pub fn run_node_manager(
         clock: Mutex::new(ClockEstimator::new()),
         tasks: Mutex::new(BTreeMap::new()),
         inbox: Mutex::new(None),
-        policy: Mutex::new(None),
+        policy: OnceLock::new(),
         t0: Instant::now(),
     });
     let handler_shared = Arc::clone(&shared);
@@ -313,9 +315,9 @@ fn start_manager(
     if let Ok(mut i) = shared.inbox.lock() {
         *i = Some(tx);
     }
-    if let Ok(mut p) = shared.policy.lock() {
-        *p = Some(policy_spec.to_string());
-    }
+    // This runs once per node manager, while no enacting thread exists:
+    // the cell is still empty here.
+    let _ = shared.policy.set(policy_spec.to_string());
     let fwd = Arc::clone(shared);
     let forwarder = std::thread::Builder::new()
         .name("keel-nm-events".into())
@@ -530,7 +532,7 @@ fn registered(shared: &Shared, run: &std::path::Path, reg: Registration, peer: P
         ));
         Reply::Refused { reason }
     };
-    let Some(policy) = shared.policy.lock().ok().and_then(|p| p.clone()) else {
+    let Some(policy) = shared.policy.get() else {
         return refuse(format!(
             "the node manager on {} is not connected to its machine manager yet",
             shared.cfg.node
@@ -538,7 +540,7 @@ fn registered(shared: &Shared, run: &std::path::Path, reg: Registration, peer: P
     };
     if let Some(asked) = &reg.policy {
         let name = policy.split(':').next().unwrap_or("");
-        if asked != name && asked != &policy {
+        if asked != name && asked != policy {
             return refuse(format!(
                 "--keel-cosched={asked} asked, but this cluster's machine manager runs {policy}"
             ));

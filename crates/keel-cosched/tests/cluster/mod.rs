@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,6 +35,26 @@ pub fn lcg_expected(iterations: u64) -> u64 {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
+}
+
+/// Whether a socket listens on loopback `port` within `limit`, read from
+/// `/proc/net/tcp` so that the check is not itself a connection.
+pub fn listening_on(port: u16, limit: Duration) -> bool {
+    const LISTEN: &str = "0A";
+    let local = format!("0100007F:{port:04X}");
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let listening = table.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&LISTEN)
+        });
+        if listening {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
 }
 
 /// The daemons and tasks of one test, killed (after a `SIGCONT`) when
@@ -86,6 +107,13 @@ impl Cluster {
             .spawn()
             .expect("mm starts");
         self.mm = Some(child);
+        // Node managers retry until the port answers, but a test that
+        // connects itself must not race the manager's bind.
+        assert!(
+            listening_on(self.port, Duration::from_secs(20)),
+            "the machine manager is not listening on port {} after 20 s",
+            self.port
+        );
     }
 
     /// The registration socket of node `name`.
@@ -274,4 +302,53 @@ pub fn two_cpus() -> (String, String) {
     let a = cpus[0];
     let b = *cpus.get(1).unwrap_or(&a);
     (a.to_string(), b.to_string())
+}
+
+/// What sampling which processes are stopped found, for gang scheduling:
+/// the members of a gang must be stopped together, and each sometimes.
+#[derive(Debug)]
+pub struct GangSamples<K> {
+    /// Samples taken (those `sample` did not skip).
+    pub samples: u32,
+    /// Gangs, summed over the samples, whose members were not all stopped
+    /// or all running.
+    pub split: u32,
+    /// Per member, the samples in which it was stopped.
+    pub stopped: BTreeMap<K, u32>,
+}
+
+/// Samples every `every`, while `running` says so and for at most
+/// `limit`: `sample` gives each member's gang, key and whether it is
+/// stopped now, or `None` to skip a moment when not every member is
+/// there to be seen.
+pub fn sample_gangs<G: PartialEq, K: Ord>(
+    limit: Duration,
+    every: Duration,
+    mut running: impl FnMut() -> bool,
+    mut sample: impl FnMut() -> Option<Vec<(G, K, bool)>>,
+) -> GangSamples<K> {
+    let mut found = GangSamples {
+        samples: 0,
+        split: 0,
+        stopped: BTreeMap::new(),
+    };
+    let t0 = Instant::now();
+    while t0.elapsed() < limit && running() {
+        if let Some(members) = sample() {
+            found.samples += 1;
+            for (i, (gang, _, stopped)) in members.iter().enumerate() {
+                // Each gang is judged once, at its first member.
+                if members[..i].iter().any(|(g, _, _)| g == gang) {
+                    continue;
+                }
+                let split = members.iter().any(|(g, _, s)| g == gang && s != stopped);
+                found.split += u32::from(split);
+            }
+            for (_, key, stopped) in members {
+                *found.stopped.entry(key).or_default() += u32::from(stopped);
+            }
+        }
+        std::thread::sleep(every);
+    }
+    found
 }

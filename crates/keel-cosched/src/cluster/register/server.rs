@@ -17,7 +17,7 @@ use super::{
     authorize, Registration, Reply, MAX_CONNECTIONS, MAX_REPLY_BYTES, MAX_REQUEST_BYTES,
     REPLY_DEADLINE, REQUEST_DEADLINE, STOP_POLL_MS,
 };
-use crate::sys::deadline::{drain_by, ms_until, poll_fd, write_by};
+use crate::sys::deadline::{drain_by, poll_fd, read_line_by, write_by, LineError, LineRule};
 use crate::sys::{self, PeerCred};
 
 /// The handler a server calls for each authorized registration.
@@ -276,48 +276,19 @@ fn answer(stream: &UnixStream, handler: &Handler) -> Reply {
         .unwrap_or_else(|_| refused("the node manager failed while registering the task".into()))
 }
 
-/// Reads one request line, its newline included, from a non-blocking
-/// stream: all of it by `deadline` (not per read: a client trickling a
-/// byte at a time is cut off too) and within [`MAX_REQUEST_BYTES`].
+/// Reads one request line, its newline included: by `deadline`, alone on
+/// its connection, and within [`MAX_REQUEST_BYTES`].
 fn read_request(stream: &UnixStream, deadline: Instant) -> Result<Vec<u8>, String> {
-    let mut buf: Vec<u8> = Vec::with_capacity(256);
-    let mut chunk = [0u8; 512];
-    loop {
-        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
-            if end + 1 < buf.len() {
-                return Err("the request holds more than one line".into());
-            }
-            return Ok(buf);
+    read_line_by(stream, MAX_REQUEST_BYTES, deadline, LineRule::OnlyLine).map_err(|e| match e {
+        LineError::TooLong => {
+            format!("the request is longer than {MAX_REQUEST_BYTES} bytes (MAX_REQUEST_BYTES)")
         }
-        if buf.len() >= MAX_REQUEST_BYTES {
-            return Err(format!(
-                "the request is longer than {MAX_REQUEST_BYTES} bytes (MAX_REQUEST_BYTES)"
-            ));
-        }
-        let Some(ms) = ms_until(deadline) else {
-            return Err(format!(
-                "the request did not arrive within {} s (REQUEST_DEADLINE)",
-                REQUEST_DEADLINE.as_secs_f64()
-            ));
-        };
-        if !poll_fd(stream.as_raw_fd(), libc::POLLIN, ms) {
-            continue;
-        }
-        // One byte past the bound is enough to know the request is too
-        // long; reading no further keeps the buffer bounded.
-        let room = (MAX_REQUEST_BYTES + 1 - buf.len()).min(chunk.len());
-        match (&*stream).read(&mut chunk[..room]) {
-            Ok(0) if buf.is_empty() => return Err("no request arrived".into()),
-            Ok(0) => return Err("the request ended without a newline".into()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(format!("cannot read the request: {e}")),
-        }
-    }
+        LineError::TimedOut => format!(
+            "the request did not arrive within {} s (REQUEST_DEADLINE)",
+            REQUEST_DEADLINE.as_secs_f64()
+        ),
+        other => other.to_string(),
+    })
 }
 
 /// Registers `reg` with the server at `path` and returns its reply: what
