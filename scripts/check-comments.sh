@@ -29,7 +29,9 @@ comments() {
 cites_origin='(^|[^a-z])(the|this|that|an?) issue($|[^a-z])|issue #?[0-9]+|session #?[0-9]+|\.\./shared'
 
 while IFS= read -r file; do
-    [ -f "$file" ] || continue
+    # A link (a crate's README that is the project's) is checked where its
+    # target lives, if that is among the files read here.
+    [ -f "$file" ] && [ ! -L "$file" ] || continue
     case "$file" in
         *.rs) text=$(comments "$file") ;;
         *) text=$(grep -n '' "$file") ;;

@@ -33,6 +33,9 @@
 //! of medians, those of (e) medians of per-round ratios.
 //! Nothing here asserts a timing: speed goals are read off the tables.
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod delay;
 pub mod gomp;
 pub mod harness;

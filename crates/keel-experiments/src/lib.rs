@@ -19,6 +19,9 @@
 //! assert_eq!(report.rows[0].speedup, 1.0);
 //! ```
 
+// On docs.rs, items that exist only on some platforms or features say so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod bench;
 pub mod cosched;
 pub mod error;

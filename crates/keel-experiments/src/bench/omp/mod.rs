@@ -1,5 +1,5 @@
 //! The drop-in OpenMP goals as a benchmark (`keel omp bench`). C programs
-//! with `schedule(runtime)` loops (shipped in `crates/keel-omp/bench`) are
+//! with `schedule(runtime)` loops (shipped in `crates/keel-experiments/programs`) are
 //! compiled with `gcc -fopenmp -O2` (libgomp) or `clang -fopenmp -O2`
 //! (LLVM's libomp), or their Fortran versions with `gfortran -fopenmp -O2`
 //! (libgomp), into a private temporary folder and run, one process

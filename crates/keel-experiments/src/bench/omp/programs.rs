@@ -1,5 +1,5 @@
 //! The programs `keel omp bench` measures: their sources (shipped in
-//! `crates/keel-omp/bench`), the four original workloads' fixed sizes
+//! `crates/keel-experiments/programs`), the four original workloads' fixed sizes
 //! (the seven others' are in `unseen.rs`), how they are compiled and how
 //! their one line of output is read.
 
@@ -38,15 +38,15 @@ pub struct Program {
 /// without `--workloads` runs these.
 pub const WORKLOADS: [&str; 4] = ["mandelbrot-zoom", "lavamd-steps", "balanced", "short-loops"];
 
-const MANDELBROT_C: &str = include_str!("../../../../keel-omp/bench/mandelbrot.c");
-const LAVAMD_C: &str = include_str!("../../../../keel-omp/bench/lavamd.c");
-const BALANCED_C: &str = include_str!("../../../../keel-omp/bench/balanced.c");
-const SHORT_C: &str = include_str!("../../../../keel-omp/bench/short.c");
+const MANDELBROT_C: &str = include_str!("../../../programs/mandelbrot.c");
+const LAVAMD_C: &str = include_str!("../../../programs/lavamd.c");
+const BALANCED_C: &str = include_str!("../../../programs/balanced.c");
+const SHORT_C: &str = include_str!("../../../programs/short.c");
 
 /// The C programs' shared argument helpers (`#include "bench_args.h"`).
-const BENCH_ARGS_H: &str = include_str!("../../../../keel-omp/bench/bench_args.h");
+const BENCH_ARGS_H: &str = include_str!("../../../programs/bench_args.h");
 /// The Fortran programs' shared helpers (`use bench_io`).
-const BENCH_IO_F90: &str = include_str!("../../../../keel-omp/bench/bench_io.f90");
+const BENCH_IO_F90: &str = include_str!("../../../programs/bench_io.f90");
 
 /// The balanced loop: 256 iterations of 2000 dependent multiply-adds each
 /// (an instance of about 0.6 ms at 2 threads, above the 100 µs below which

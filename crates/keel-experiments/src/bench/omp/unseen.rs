@@ -75,24 +75,24 @@ pub const MULTI_LOOP: MultiLoop = MultiLoop {
     steps: 40,
 };
 
-const STREAM_C: &str = include_str!("../../../../keel-omp/bench/stream.c");
-const TRIANGULAR_C: &str = include_str!("../../../../keel-omp/bench/triangular.c");
-const WAVEFRONT_C: &str = include_str!("../../../../keel-omp/bench/wavefront.c");
-const SHORT_BALANCED_C: &str = include_str!("../../../../keel-omp/bench/short_balanced.c");
-const SPARSE_C: &str = include_str!("../../../../keel-omp/bench/sparse.c");
-const PHASE_SHIFT_C: &str = include_str!("../../../../keel-omp/bench/phase_shift.c");
-const MULTI_LOOP_C: &str = include_str!("../../../../keel-omp/bench/multi_loop.c");
+const STREAM_C: &str = include_str!("../../../programs/stream.c");
+const TRIANGULAR_C: &str = include_str!("../../../programs/triangular.c");
+const WAVEFRONT_C: &str = include_str!("../../../programs/wavefront.c");
+const SHORT_BALANCED_C: &str = include_str!("../../../programs/short_balanced.c");
+const SPARSE_C: &str = include_str!("../../../programs/sparse.c");
+const PHASE_SHIFT_C: &str = include_str!("../../../programs/phase_shift.c");
+const MULTI_LOOP_C: &str = include_str!("../../../programs/multi_loop.c");
 
 // The Fortran 2008 versions: the same arithmetic in signed 64-bit integers
 // (every value below 2^53, so nothing overflows) and doubles computed in
 // the same order, so the same checksums.
-const STREAM_F90: &str = include_str!("../../../../keel-omp/bench/stream.f90");
-const TRIANGULAR_F90: &str = include_str!("../../../../keel-omp/bench/triangular.f90");
-const WAVEFRONT_F90: &str = include_str!("../../../../keel-omp/bench/wavefront.f90");
-const SHORT_BALANCED_F90: &str = include_str!("../../../../keel-omp/bench/short_balanced.f90");
-const SPARSE_F90: &str = include_str!("../../../../keel-omp/bench/sparse.f90");
-const PHASE_SHIFT_F90: &str = include_str!("../../../../keel-omp/bench/phase_shift.f90");
-const MULTI_LOOP_F90: &str = include_str!("../../../../keel-omp/bench/multi_loop.f90");
+const STREAM_F90: &str = include_str!("../../../programs/stream.f90");
+const TRIANGULAR_F90: &str = include_str!("../../../programs/triangular.f90");
+const WAVEFRONT_F90: &str = include_str!("../../../programs/wavefront.f90");
+const SHORT_BALANCED_F90: &str = include_str!("../../../programs/short_balanced.f90");
+const SPARSE_F90: &str = include_str!("../../../programs/sparse.f90");
+const PHASE_SHIFT_F90: &str = include_str!("../../../programs/phase_shift.f90");
+const MULTI_LOOP_F90: &str = include_str!("../../../programs/multi_loop.f90");
 
 /// The seven programs at their fixed sizes; `quick` keeps every size but
 /// the number of steps (2; the wavefront 1 sweep, the short loops 200
