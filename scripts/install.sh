@@ -15,6 +15,8 @@
 # PREFIX/lib/cmake/Keel/KeelConfig.cmake   Keel::keel, Keel::keel_static,
 #                                          Keel::keel_fortran, KEEL_OMP_PRELOAD
 # PREFIX/lib/pkgconfig/keel.pc
+# PREFIX/share/modulefiles/keel/VERSION    for `module use PREFIX/share/modulefiles;
+#                                          module load keel` (Environment Modules, Lmod)
 # PREFIX/share/man/man1/keel*.1, completions for bash, zsh and fish
 # PREFIX/share/keel/install_manifest.txt   every file installed, which
 #                                          --uninstall removes
@@ -32,12 +34,17 @@ while [ $# -gt 0 ]; do
         --prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
         --prefix=*) prefix=${1#--prefix=}; shift ;;
         --uninstall) uninstall=1; shift ;;
-        -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
         *) die "unknown argument $1 (usage: install.sh --prefix DIR [--uninstall])" ;;
     esac
 done
 [ -n "$prefix" ] || die "give --prefix DIR"
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+# The prefix is written into CMake, pkg-config and module files: a space,
+# a quote or a shell or sed character there would break them or worse.
+case $prefix in
+    *[!A-Za-z0-9._+,=@%/-]*) die "--prefix $prefix: use only letters, digits and . _ + , = @ % / -" ;;
+esac
 manifest=$prefix/share/keel/install_manifest.txt
 
 if [ "$uninstall" = 1 ]; then
@@ -49,7 +56,7 @@ if [ "$uninstall" = 1 ]; then
     done <"$manifest"
     rm -f -- "$manifest"
     # Directories this script created, deepest first, if now empty.
-    for d in share/keel share/fish/vendor_completions.d share/fish share/zsh/site-functions share/zsh \
+    for d in share/keel share/modulefiles/keel share/modulefiles share/fish/vendor_completions.d share/fish share/zsh/site-functions share/zsh \
         share/bash-completion/completions share/bash-completion share/man/man1 share/man share \
         lib/cmake/Keel lib/cmake lib/pkgconfig lib include bin; do
         rmdir -- "$prefix/$d" 2>/dev/null || true
@@ -111,6 +118,8 @@ subst crates/keel-capi/keel.pc.in "$stage/keel.pc"
 put 0644 "$stage/KeelConfig.cmake" "$prefix/lib/cmake/Keel/KeelConfig.cmake"
 put 0644 "$stage/KeelConfigVersion.cmake" "$prefix/lib/cmake/Keel/KeelConfigVersion.cmake"
 put 0644 "$stage/keel.pc" "$prefix/lib/pkgconfig/keel.pc"
+subst crates/keel-capi/modulefile.in "$stage/modulefile"
+put 0644 "$stage/modulefile" "$prefix/share/modulefiles/keel/$version"
 
 "$target/keel" install-docs --man "$stage/man" --completions "$stage/completions" >/dev/null
 for page in "$stage"/man/*.1; do
@@ -122,4 +131,4 @@ put 0644 "$stage/completions/keel.fish" "$prefix/share/fish/vendor_completions.d
 
 install -D -m 0644 -- "$stage/manifest" "$manifest"
 echo "install.sh: installed $(wc -l <"$manifest") files under $prefix (list: $manifest)"
-echo "install.sh: use it with CMAKE_PREFIX_PATH=$prefix, PKG_CONFIG_PATH=$prefix/lib/pkgconfig, PATH=$prefix/bin:\$PATH"
+echo "install.sh: use it with \`module use $prefix/share/modulefiles; module load keel\`, or CMAKE_PREFIX_PATH=$prefix, PKG_CONFIG_PATH=$prefix/lib/pkgconfig, PATH=$prefix/bin:\$PATH"

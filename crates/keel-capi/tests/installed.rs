@@ -165,3 +165,65 @@ fn the_installed_cli_finds_its_preload_library_and_man_pages() {
     assert!(manifest.lines().all(|l| Path::new(l).starts_with(&prefix)));
     assert!(manifest.lines().any(|l| l.ends_with("lib/libkeel_omp.so")));
 }
+
+#[test]
+fn the_module_file_puts_the_prefix_on_every_path_and_unloads_cleanly() {
+    let test = "the_module_file_puts_the_prefix_on_every_path_and_unloads_cleanly";
+    let Some(prefix) = prefix(test, &["gcc", "pkg-config"]) else {
+        return;
+    };
+    let modulecmd = Command::new("modulecmd")
+        .args(["sh", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !can_run(test, "modulecmd", modulecmd) {
+        return;
+    }
+    // With the module loaded, a plain `gcc app.c -lkeel` finds the header
+    // and the library and the program runs; unloaded, nothing is left.
+    let app = scratch().join("module_app.c");
+    std::fs::write(
+        &app,
+        "#include <keel.h>\n#include <stdio.h>\nint main(void){keel_status s = KEEL_OK;\nkeel_mapper *m = keel_mapper_new(\"greedy\", &s);\nif (!m || s != KEEL_OK) return 1;\nkeel_mapper_free(m); puts(\"mapper ok\"); return 0;}\n",
+    )
+    .unwrap();
+    let script = r#"set -e
+eval "$(modulecmd sh use "$1/share/modulefiles")"
+eval "$(modulecmd sh load keel)"
+echo "keel=$(command -v keel)"
+echo "version=$(pkg-config --modversion keel)"
+echo "root=$KEEL_ROOT"
+gcc "$2" -lkeel -o "$3"
+"$3"
+eval "$(modulecmd sh unload keel)"
+echo "after=$(command -v keel || echo none) pkg=${PKG_CONFIG_PATH:-none} ld=${LD_LIBRARY_PATH:-none}"
+"#;
+    let bin = scratch().join("module_app");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(&prefix)
+        .arg(&app)
+        .arg(&bin)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", scratch())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    check(out, "module load keel, build and run");
+    let version = env!("CARGO_PKG_VERSION");
+    for line in [
+        format!("keel={}", prefix.join("bin/keel").display()),
+        format!("version={version}"),
+        format!("root={}", prefix.display()),
+        "mapper ok".to_string(),
+        "after=none pkg=none ld=none".to_string(),
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "no line {line:?} in:\n{stdout}"
+        );
+    }
+}
