@@ -48,6 +48,21 @@ pub enum CoschedCommand {
     },
 }
 
+/// The flags `run` and `cluster` share word for word. The other flags
+/// both take (`--quick`, `--scenario`, `--policy`, `--slice`, ...) stay in
+/// each command's own struct: their help, type or validation differ
+/// between the two. `--help` lists flags in declaration order, so where a
+/// command flattens this struct is where these two appear.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// No progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `keel cosched run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -97,12 +112,8 @@ pub struct RunArgs {
     /// The BSP job program (default: this executable's `cosched bsp-job`).
     #[arg(long, value_name = "PATH")]
     pub job_binary: Option<PathBuf>,
-    /// No progress lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Print one JSON document instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also write the JSON document (every run's full report) to this file.
     #[arg(long, value_name = "PATH")]
     pub json_file: Option<PathBuf>,
@@ -147,12 +158,8 @@ pub struct ClusterArgs {
     /// medians.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub reps: u64,
-    /// No progress lines on stderr.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Print one JSON document instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "PATH")]
     pub json_file: Option<PathBuf>,
@@ -202,7 +209,7 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
         skew_slots: a.skew_slots,
         reps: a.reps as usize,
     };
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     let report = run_cluster_bench(&bench, &mut |what| {
         if !quiet {
             let _ = writeln!(std::io::stderr(), "keel cosched cluster: {what}");
@@ -218,7 +225,7 @@ fn run_cluster(a: &ClusterArgs, out: &mut dyn Write) -> Result<(), CliError> {
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &report)?;
     }
-    if a.json {
+    if a.output.json {
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
         return Ok(());
@@ -313,7 +320,7 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         on_manager_exit: a.on_manager_exit,
         bsp_command,
     })?;
-    let quiet = a.quiet;
+    let quiet = a.output.quiet;
     let mut tables = Vec::new();
     // Each table is printed as its scenario ends: a full run takes minutes.
     for &s in &prepared.scenarios {
@@ -322,7 +329,7 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 let _ = writeln!(std::io::stderr(), "keel cosched: {what}");
             }
         })?;
-        if !a.json {
+        if !a.output.json {
             writeln!(out, "{}", scenario::format_table(&table))?;
         }
         tables.push(table);
@@ -335,7 +342,7 @@ fn run_scenarios(a: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         })?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), &doc)?;
     }
-    if a.json {
+    if a.output.json {
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
     } else {
