@@ -11,25 +11,11 @@
 //! `KEEL_TESTS_REQUIRE` names them (CI as root), in which case it fails.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Whether `test`, which needs `what`, can run (`have`); see the module
-/// doc.
-fn can_run(test: &str, what: &str, have: bool) -> bool {
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {what})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == what) {
-        panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test} needs {what}");
-    false
-}
+use keel_testkit::can_run;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -14,19 +14,14 @@ fn libkeel_exports_only_keel_symbols() {
         .map(|d| d.join("libkeel.so"))
         .find(|l| l.exists())
         .expect("libkeel.so beside the test");
-    let Ok(out) = Command::new("nm")
+    let out = Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(&lib)
-        .output()
-    else {
-        let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-        assert!(
-            !required.split(',').any(|r| r.trim() == "nm"),
-            "nm is required here"
-        );
-        eprintln!("SKIPPED: libkeel_exports_only_keel_symbols: nm not found");
+        .output();
+    if !keel_testkit::can_run("libkeel_exports_only_keel_symbols", "nm", out.is_ok()) {
         return;
-    };
+    }
+    let out = out.unwrap();
     assert!(
         out.status.success(),
         "{}",

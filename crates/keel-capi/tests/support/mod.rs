@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -12,22 +11,7 @@ use std::sync::OnceLock;
 use keel_policy::{Model, NO_PU};
 use keel_workloads::MappingProblem;
 
-/// Whether `test`, which needs `what`, can run (`have`).
-pub fn can_run(test: &str, what: &str, have: bool) -> bool {
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {what})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == what) {
-        panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "SKIPPED: {test}: {what} not found"
-    );
-    false
-}
+pub use keel_testkit::can_run;
 
 pub fn has(tool: &str) -> bool {
     Command::new(tool)

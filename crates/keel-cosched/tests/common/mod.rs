@@ -89,26 +89,10 @@ pub fn manager_binary() -> &'static str {
 }
 
 /// Whether a test whose environment needs `what` (root, two CPUs, the
-/// cgroup v2 freezer) can run here: `have` says whether it does.
-///
-/// A test that cannot run says so on the real standard error (not the
-/// captured one, so the line shows in `cargo test`'s output) and returns
-/// without asserting. Where the environment must provide it — CI sets
-/// `KEEL_TESTS_REQUIRE` to a comma-separated list such as `root` — a
-/// missing requirement fails the test instead of skipping it.
-pub fn can_run(test: &str, what: &str, have: bool) -> bool {
-    use std::io::Write;
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {what})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == what) {
-        panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test} needs {what}");
-    false
-}
+/// cgroup v2 freezer) can run here: `have` says whether it does. A test
+/// that cannot run says `SKIPPED:` and returns without asserting, unless
+/// `KEEL_TESTS_REQUIRE` (CI: `root`, ...) names `what`.
+pub use keel_testkit::can_run;
 
 /// [`can_run`] for tests that act as another user.
 pub fn can_run_as_root(test: &str) -> bool {

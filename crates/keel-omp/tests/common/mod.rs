@@ -14,20 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// Whether `test`, which needs `what`, can run (`have`); see the module
-/// doc.
-pub fn can_run(test: &str, what: &str, have: bool) -> bool {
-    let required = std::env::var("KEEL_TESTS_REQUIRE").unwrap_or_default();
-    if have {
-        let _ = writeln!(std::io::stderr().lock(), "ran: {test} (with {what})");
-        return true;
-    }
-    if required.split(',').any(|r| r.trim() == what) {
-        panic!("{test} needs {what}, and KEEL_TESTS_REQUIRE says this environment has it");
-    }
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test} needs {what}");
-    false
-}
+pub use keel_testkit::can_run;
 
 /// The preload library cargo built beside this test.
 pub fn library() -> PathBuf {
