@@ -34,6 +34,11 @@
 // The C names are the API: `keel_status`, `KEEL_OK`, `keel_mapper`.
 #![allow(non_camel_case_types)]
 
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 mod mapper;
 #[cfg(all(feature = "mpi", not(keel_docs_rs)))]
 mod mpi;

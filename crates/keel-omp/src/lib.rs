@@ -33,6 +33,11 @@
 // On docs.rs, items that exist only on some platforms or features say so.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 // Under `--cfg loom` only the team's loop ring and its `sync` facade are
 // built (`cargo test --lib loom`): Keel's loom build changes the `Arc`
 // the rest hands to `Workshare`.

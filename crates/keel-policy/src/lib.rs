@@ -47,6 +47,11 @@
 // On docs.rs, items that exist only on some platforms or features say so.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 pub mod assignment;
 pub mod concept;
 pub mod context;
