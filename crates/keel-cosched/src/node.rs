@@ -48,10 +48,12 @@ pub use crate::sys::Owner;
 use crate::sys::{self, Pid};
 
 mod adopt;
+mod exits;
 mod process;
 mod start;
 
 pub use adopt::Adopt;
+pub use exits::ExitWatch;
 use process::{Handle, Proc};
 
 /// `SCHED_FIFO` priority of the manager threads when
@@ -115,7 +117,7 @@ pub enum NodeMsg {
     Heartbeat(Heartbeat),
     /// Resume and kill the job's processes on this node.
     KillJob(JobId),
-    /// A process exited (from its waiter thread).
+    /// A process exited (from the [`ExitWatch`]).
     Exited {
         /// Job.
         job: JobId,
@@ -250,6 +252,9 @@ pub struct NodeManager {
     slot: u64,
     inbox: Sender<NodeMsg>,
     events: Sender<(usize, NodeEvent)>,
+    /// Where this node's processes' ends are watched (shared by a
+    /// machine's node managers).
+    exits: Arc<ExitWatch>,
     boost_refused: bool,
     /// No heartbeat: every process runs (see [`NodeMsg::Detach`]).
     detached: bool,
@@ -258,7 +263,7 @@ pub struct NodeManager {
 impl NodeManager {
     /// Runs a node manager on the calling thread until [`NodeMsg::Shutdown`]
     /// or until every sender of `rx` is gone. `inbox` is a sender to `rx`
-    /// (given to the processes' waiter threads).
+    /// (given to `exits`, which reports the processes' ends there).
     pub fn run(
         cfg: NodeConfig,
         policy: Arc<dyn CoschedPolicy>,
@@ -266,6 +271,7 @@ impl NodeManager {
         rx: Receiver<NodeMsg>,
         inbox: Sender<NodeMsg>,
         events: Sender<(usize, NodeEvent)>,
+        exits: Arc<ExitWatch>,
     ) {
         sys::set_timer_slack(1_000);
         if cfg.realtime {
@@ -289,6 +295,7 @@ impl NodeManager {
             slot: 0,
             inbox,
             events,
+            exits,
             boost_refused: false,
             detached: false,
         };

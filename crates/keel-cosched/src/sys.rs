@@ -228,31 +228,6 @@ pub fn set_timer_slack(ns: u64) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Blocks until process `pid` (a child of the caller) has exited, without
-/// reaping it, so that its id cannot be reused while the owner of its
-/// `Child` handle has not called `wait`.
-pub fn wait_exit_nowait(pid: Pid) -> io::Result<()> {
-    loop {
-        // SAFETY: an all-zero siginfo_t is valid for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is writable; P_PID with a positive id waits for one
-        // child only.
-        let ret = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        match check(ret) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// The state letter of `/proc/<pid>/stat` (`R`, `S`, `T`, `Z`, ...), or
 /// `None` when the process does not exist.
 pub fn proc_state(pid: Pid) -> Option<char> {
@@ -339,27 +314,6 @@ pub fn pidfd_send_signal(pidfd: &impl AsRawFd, sig: libc::c_int) -> io::Result<(
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// Blocks until the process a pidfd names has exited (it need not be our
-/// child: a pidfd polls readable once its process is gone).
-pub fn pidfd_wait_exit(pidfd: &impl AsRawFd) -> io::Result<()> {
-    loop {
-        let mut p = libc::pollfd {
-            fd: pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut p, 1, -1) };
-        if r > 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if r < 0 && e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// Signals that end a process by default and that a resource manager sends

@@ -85,12 +85,23 @@ fn a_dying_process_ends_its_job_and_frees_its_slots() {
     let r = run("fcfs", jobs);
     match &r.jobs[0].outcome {
         JobOutcome::Failed { rank, reason } => {
-            assert_eq!(*rank, ranks - 1);
             assert!(reason.contains("exit status 1"), "{reason}");
-            assert!(
-                reason.contains("--fail-rank"),
-                "the stderr tail is kept: {reason}"
-            );
+            // The first end the kernel signalled: nearly always the rank
+            // that died. Its peer fails when the dying rank's socket
+            // closes, which the kernel does before it signals that rank's
+            // end, so on a loaded machine the peer can end in between.
+            // Either way the reason is that rank's own stderr.
+            if *rank == ranks - 1 {
+                assert!(
+                    reason.contains("--fail-rank"),
+                    "the stderr tail is kept: {reason}"
+                );
+            } else {
+                assert!(
+                    reason.contains("a peer closed its connection"),
+                    "the stderr tail is kept: {reason}"
+                );
+            }
         }
         other => panic!("expected a failure, got {other:?}"),
     }

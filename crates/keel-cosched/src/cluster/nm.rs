@@ -29,7 +29,9 @@ use super::register::{self, Registration, Reply};
 use super::wire::{self, ConnTx, Msg, PeerPolicy, Role, StepId, TaskEnd};
 use crate::guardian::ManagerExit;
 use crate::node::Adopt;
-use crate::node::{ExitKind, Heartbeat, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner};
+use crate::node::{
+    ExitKind, ExitWatch, Heartbeat, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner,
+};
 use crate::rundir::RunDir;
 use crate::shm::page_path;
 use crate::suspend::{SuspendChoice, Suspender};
@@ -308,9 +310,13 @@ fn start_manager(
         report_switches: true,
     };
     let inbox = tx.clone();
+    let exits = Arc::new(
+        ExitWatch::start()
+            .map_err(|e| NmError::Io(format!("cannot start watching the tasks' ends: {e}")))?,
+    );
     let manager = std::thread::Builder::new()
         .name("keel-nm".into())
-        .spawn(move || NodeManager::run(cfg, policy, suspender, rx, inbox, etx))
+        .spawn(move || NodeManager::run(cfg, policy, suspender, rx, inbox, etx, exits))
         .map_err(|e| NmError::Io(format!("cannot start the node manager thread: {e}")))?;
     if let Ok(mut i) = shared.inbox.lock() {
         *i = Some(tx);

@@ -351,9 +351,10 @@ impl Manager<'_> {
                     j.ranks[rank] = RankState::Gone;
                     j.ended = Some(j.ended.map_or(at, |e| e.max(at)));
                     // The job's failure is the rank that exited first with
-                    // an error, by the instants its waiter saw, not by the
-                    // order the nodes' reports arrive in: a rank whose peer
-                    // died usually fails right after it.
+                    // an error, by the instants stamped in the order the
+                    // kernel signalled the ends (`node::ExitWatch`), not by
+                    // the order the nodes' reports arrive in: a rank whose
+                    // peer died usually fails right after it.
                     let first = j.outcome.is_none();
                     let earlier = first || j.failed_at.is_some_and(|t| at < t);
                     if !status.success() && earlier {

@@ -56,7 +56,9 @@ use keel_policy::cosched::{
 use crate::control::{self, ControlCommand, ControlRequest, ControlServer, ToManager};
 pub use crate::guardian::ManagerExit;
 use crate::job::{JobSpec, BSP_COMMAND};
-use crate::node::{Heartbeat, Launch, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner};
+use crate::node::{
+    ExitWatch, Heartbeat, Launch, NodeConfig, NodeEvent, NodeManager, NodeMsg, Owner,
+};
 use crate::rundir::{JobDir, RunDir};
 use crate::shm;
 use crate::suspend::{FreezerUnavailable, SuspendChoice, SuspendKind, Suspender};
@@ -514,6 +516,12 @@ impl Machine {
         let all_cpus: Vec<usize> = self.config.nodes.iter().flatten().copied().collect();
         let ours = || sys::rusage_ns(libc::RUSAGE_SELF) + sys::rusage_ns(libc::RUSAGE_CHILDREN);
         let (busy0, ours0, wall0) = (sys::cpu_busy_ns(&all_cpus), ours(), Instant::now());
+        // One watch for every node: ranks that end close together on
+        // different nodes keep their order.
+        let exits = Arc::new(ExitWatch::start().map_err(|source| MachineError::Io {
+            what: "cannot start watching the jobs' processes".into(),
+            source,
+        })?);
         let (node_ev_tx, node_ev_rx) = mpsc::channel::<(usize, NodeEvent)>();
         let mut nodes: Vec<(Sender<NodeMsg>, JoinHandle<()>)> = Vec::new();
         for (id, cpus) in self.config.nodes.iter().enumerate() {
@@ -530,15 +538,16 @@ impl Machine {
                 realtime: self.config.realtime,
                 report_switches: false,
             };
-            let (policy, suspender, inbox, events) = (
+            let (policy, suspender, inbox, events, exits) = (
                 Arc::clone(&self.policy),
                 Arc::clone(&self.suspender),
                 tx.clone(),
                 node_ev_tx.clone(),
+                Arc::clone(&exits),
             );
             let handle = std::thread::Builder::new()
                 .name(format!("keel-nm-{id}"))
-                .spawn(move || NodeManager::run(cfg, policy, suspender, rx, inbox, events))
+                .spawn(move || NodeManager::run(cfg, policy, suspender, rx, inbox, events, exits))
                 .map_err(|source| MachineError::Io {
                     what: "cannot start a node manager thread".into(),
                     source,

@@ -9,11 +9,10 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
-use std::time::Instant;
 
 use keel_policy::cosched::JobId;
 
-use super::{Handle, NodeEvent, NodeManager, NodeMsg, Owner, Proc};
+use super::{Handle, NodeEvent, NodeManager, Owner, Proc};
 use crate::guardian::{Guarded, Guardian, ManagerExit};
 use crate::shm::Page;
 use crate::sys::{self, CpuSet, Pid};
@@ -99,22 +98,10 @@ impl NodeManager {
             None,
         );
         proc.guardian = Some(guardian);
-        let tx = self.inbox.clone();
-        let (job, rank) = (a.job, a.rank);
-        let waiter = std::thread::Builder::new()
-            .name(format!("keel-watch-{}", a.pid))
-            .spawn(move || {
-                let _ = sys::pidfd_wait_exit(&watch);
-                let _ = tx.send(NodeMsg::Exited {
-                    job,
-                    rank,
-                    at: Instant::now(),
-                });
-            });
-        if let Err(e) = waiter {
+        if let Err(e) = self.exits.watch(watch, self.inbox.clone(), a.job, a.rank) {
             // Unwatched, its end would never be seen: leave it alone.
             proc.let_go(&self.suspender);
-            return Err(format!("cannot start the watcher thread: {e}"));
+            return Err(format!("cannot watch the task's end: {e}"));
         }
         self.procs.insert((a.job, a.rank), proc);
         Ok(())

@@ -1,12 +1,11 @@
 //! Starting one job process: its page, stderr file and cgroup, the fork
-//! and what the child does before `exec`, its guardian and waiter thread.
+//! and what the child does before `exec`, its guardian and the watch on its end.
 
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
-use super::{Handle, Launch, NodeManager, NodeMsg, Owner, Proc, JOB_ENV};
+use super::{Handle, Launch, NodeManager, Owner, Proc, JOB_ENV};
 use crate::bsp::{RANK_ENV, RENDEZVOUS_ENV, SIZE_ENV};
 use crate::guardian::{Guarded, Guardian};
 use crate::rundir;
@@ -118,18 +117,8 @@ impl NodeManager {
             &[&l.page, &l.stderr, &socket],
             &dirs,
         );
-        let tx = self.inbox.clone();
-        let (job, rank) = (l.job, l.rank);
-        let waiter = std::thread::Builder::new()
-            .name(format!("keel-wait-{pid}"))
-            .spawn(move || {
-                let _ = sys::wait_exit_nowait(pid);
-                let _ = tx.send(NodeMsg::Exited {
-                    job,
-                    rank,
-                    at: Instant::now(),
-                });
-            });
+        let watched = sys::pidfd_open(pid)
+            .and_then(|pidfd| self.exits.watch(pidfd, self.inbox.clone(), l.job, l.rank));
         let mut proc = Proc::new(
             (l.job, l.rank, l.pe),
             pid,
@@ -138,18 +127,19 @@ impl NodeManager {
             cgroup,
             Some(l.stderr.clone()),
         );
-        // Without a guardian or a waiter the process could outlive us or
-        // never be seen to end: do not run it. The guardian is handed to
-        // the process first, so that killing and reaping it dismisses the
-        // guardian (a dropped one would act as if the manager had died).
-        let why = match (guardian, waiter) {
-            (Ok(g), Ok(_)) => {
+        // Without a guardian or a watch on its end the process could
+        // outlive us or never be seen to end: do not run it. The guardian
+        // is handed to the process first, so that killing and reaping it
+        // dismisses the guardian (a dropped one would act as if the manager
+        // had died).
+        let why = match (guardian, watched) {
+            (Ok(g), Ok(())) => {
                 proc.guardian = Some(g);
                 None
             }
             (Ok(g), Err(e)) => {
                 proc.guardian = Some(g);
-                Some(format!("cannot start the waiter thread: {e}"))
+                Some(format!("cannot watch the process's end: {e}"))
             }
             (Err(e), _) => Some(format!("cannot start the guardian: {e}")),
         };
