@@ -222,11 +222,12 @@ fn a_measured_remap_moves_load_off_the_hot_pu() {
     let loads = run.object_loads();
     assert!(loads.iter().all(|&l| l > 0.0));
     let r = run.rebalance().unwrap();
-    assert!(r.migrations >= 2, "{r:?}");
+    // Two heavy objects move when the measurements are clean; a heavy step
+    // preempted on a busy machine measures heavier, and LPT may then move
+    // that one alone (1 or 3 heavy left on PU 0), never none or all.
+    assert!(r.migrations >= 1, "{r:?}");
     assert!(r.lambda_after < r.lambda_before, "{r:?}");
     let heavy_on_0 = run.placement()[..4].iter().filter(|&&p| p == 0).count();
-    // Two each when the measurements are clean; a preempted heavy step on
-    // a busy machine may tip LPT to 1 or 3, never to 0 or 4.
     assert!((1..=3).contains(&heavy_on_0), "{:?}", run.placement());
     assert!(
         run.object_loads().iter().all(|&l| l == 0.0),
