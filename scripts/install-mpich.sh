@@ -25,16 +25,10 @@
 set -euo pipefail
 
 me=install-mpich
-usage() { echo "usage: $0 [--check]" >&2; exit 2; }
-check=
-case $# in
-    0) ;;
-    1) if [ "$1" = --check ]; then check=1; else usage; fi ;;
-    *) usage ;;
-esac
-
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+case ${BASH_SOURCE[0]} in */*) here=${BASH_SOURCE[0]%/*} ;; *) here=. ;; esac
+# shellcheck source=SCRIPTDIR/lib/setup.sh
+. "$here/lib/setup.sh"
+setup_begin "$@"
 cat >"$dir/mpi.c" <<'C'
 #include <mpi.h>
 #include <stdio.h>
@@ -72,12 +66,6 @@ int main(int argc, char **argv) {
 }
 C
 
-# The first error line of a log (else its first line), as a one-line reason.
-first_error() {
-    local line
-    line=$(grep -m 1 -i 'error' "$1" 2>/dev/null || head -n 1 "$1" 2>/dev/null || true)
-    echo "${line:-no output}"
-}
 
 # Whether MPICH builds and runs a one-rank program; `mpi_why` says why not.
 mpi_why=

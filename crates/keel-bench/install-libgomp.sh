@@ -16,56 +16,11 @@
 set -euo pipefail
 
 me=install-libgomp
-usage() { echo "usage: $0 [--check]" >&2; exit 2; }
-check=
-case $# in
-    0) ;;
-    1) if [ "$1" = --check ]; then check=1; else usage; fi ;;
-    *) usage ;;
-esac
-
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cat >"$dir/probe.c" <<'C'
-#include <omp.h>
-#include <stdio.h>
-int main(void) {
-    int threads = 0;
-#pragma omp parallel
-    {
-#pragma omp single
-        threads = omp_get_num_threads();
-    }
-    printf("%d\n", threads);
-    return threads >= 1 ? 0 : 1;
-}
-C
-
-# The first error line of a log (else its first line), as a one-line reason.
-first_error() {
-    local line
-    line=$(grep -m 1 -i 'error' "$1" 2>/dev/null || head -n 1 "$1" 2>/dev/null || true)
-    echo "${line:-no output}"
-}
-
-# Whether gcc builds and runs an OpenMP program: `threads` is what it
-# reported, `why` says why not.
-threads=
-why=
-probe() {
-    if ! command -v gcc >/dev/null 2>&1; then
-        why="no gcc on PATH"
-        return 1
-    fi
-    gcc -fopenmp "$dir/probe.c" -o "$dir/probe" >"$dir/log" 2>&1 || {
-        why="gcc -fopenmp cannot build an OpenMP program (exit $?): $(first_error "$dir/log")"
-        return 1
-    }
-    threads=$(timeout 60 "$dir/probe" 2>"$dir/log") || {
-        why="the OpenMP program gcc built does not run (exit $?): $(first_error "$dir/log")"
-        return 1
-    }
-}
+case ${BASH_SOURCE[0]} in */*) here=${BASH_SOURCE[0]%/*} ;; *) here=. ;; esac
+# shellcheck source=SCRIPTDIR/../../scripts/lib/setup.sh
+. "$here/../../scripts/lib/setup.sh"
+setup_begin "$@"
+openmp_probes
 
 # The Debian packages that make `gcc -fopenmp` work, given gcc's state.
 packages() {
@@ -86,15 +41,13 @@ packages() {
 }
 
 missing() {
-    local what="gcc -fopenmp (libgomp)" pkgs
-    pkgs=$(packages)
+    local what="gcc -fopenmp (libgomp)"
     if ! command -v gcc >/dev/null 2>&1; then what=gcc; fi
-    local noun="package $pkgs"
-    case "$pkgs" in *" "*) noun="packages ${pkgs// / and }" ;; esac
-    echo "$me: $what is missing$1: install the Debian $noun (apt-get install -y $pkgs) [$why]" >&2
+    # shellcheck disable=SC2046 # one word per package
+    echo "$me: $what is missing$1: install $(install_hint $(packages)) [$why]" >&2
 }
 
-if probe; then
+if openmp_works gcc; then
     echo "$me: found gcc -fopenmp (libgomp): an OpenMP program builds and runs ($threads threads)"
     exit 0
 fi
@@ -125,7 +78,7 @@ if command -v gcc >/dev/null 2>&1; then
     installed+=("${pkgs[@]}")
 fi
 
-if probe; then
+if openmp_works gcc; then
     echo "$me: installed ${installed[*]}: gcc -fopenmp builds and runs an OpenMP program ($threads threads)"
 else
     missing " and could not be installed"
